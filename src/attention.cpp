@@ -1,0 +1,210 @@
+// attention(): validation, then the loop over (batch, query head, query block) that hands each
+// piece to a kernel, inline or on oneTBB worker threads.
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+
+#include "attnbench.hpp"
+
+namespace attnbench {
+
+Error::Error(std::string field, std::string value, const std::string& why)
+    : std::invalid_argument(field + " = " + value + ": " + why),
+      field_(std::move(field)),
+      value_(std::move(value)) {}
+
+namespace {
+
+// Most worker threads a call may ask for; far above any core count this study targets.
+constexpr std::size_t kMaxThreads = 1024;
+
+std::size_t checked_product(std::initializer_list<std::size_t> factors, const char* field,
+                            const char* what) {
+  std::size_t product = 1;
+  for (std::size_t f : factors) {
+    if (__builtin_mul_overflow(product, f, &product)) {
+      throw Error(field, "overflow", std::string(what) + " does not fit in 64 bits");
+    }
+  }
+  return product;
+}
+
+struct ByteRange {
+  std::uintptr_t begin;
+  std::uintptr_t end;
+  bool overlaps(const ByteRange& other) const { return begin < other.end && other.begin < end; }
+};
+
+ByteRange bytes_of(const float* p, std::size_t elements) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  return {begin, begin + elements * sizeof(float)};
+}
+
+std::string pointer_string(const void* p) {
+  std::ostringstream s;
+  s << p;
+  return s.str();
+}
+
+}  // namespace
+
+float effective_scale(const Shape& shape, const Options& options) {
+  return options.scale ? *options.scale
+                       : static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape.head_dim)));
+}
+
+std::size_t worker_threads(const Options& options) {
+  return options.threads ? options.threads
+                         : static_cast<std::size_t>(tbb::info::default_concurrency());
+}
+
+std::size_t naive_score_bytes(const Shape& shape) {
+  return checked_product({shape.q_len, shape.kv_len, sizeof(float)}, "naive score matrix",
+                         "q_len x kv_len x 4 bytes");
+}
+
+std::size_t default_memory_budget() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return std::size_t{1} << 32;  // unknown: assume 8 GiB RAM
+  return static_cast<std::size_t>(pages) / 2 * static_cast<std::size_t>(page_size);
+}
+
+void validate(const Shape& shape, const Options& options) {
+  const std::pair<const char*, std::size_t> sizes[] = {
+      {"shape.batch", shape.batch},   {"shape.q_heads", shape.q_heads},
+      {"shape.kv_heads", shape.kv_heads}, {"shape.q_len", shape.q_len},
+      {"shape.kv_len", shape.kv_len}, {"shape.head_dim", shape.head_dim}};
+  for (const auto& [field, value] : sizes) {
+    if (value == 0) throw Error(field, "0", "must be at least 1");
+  }
+  if (shape.q_heads % shape.kv_heads != 0) {
+    throw Error("shape.q_heads", std::to_string(shape.q_heads),
+                "must be a multiple of shape.kv_heads = " + std::to_string(shape.kv_heads));
+  }
+  checked_product({shape.batch, shape.q_heads, shape.q_len, shape.head_dim, sizeof(float)}, "shape",
+                  "batch x q_heads x q_len x head_dim x 4 bytes");
+  checked_product({shape.batch, shape.kv_heads, shape.kv_len, shape.head_dim, sizeof(float)},
+                  "shape", "batch x kv_heads x kv_len x head_dim x 4 bytes");
+  if (options.scale && !std::isfinite(*options.scale)) {
+    throw Error("options.scale", std::to_string(*options.scale), "must be finite");
+  }
+  if (options.threads > kMaxThreads) {
+    throw Error("options.threads", std::to_string(options.threads),
+                "must be at most " + std::to_string(kMaxThreads) + " (0 means every core)");
+  }
+}
+
+void validate(const Kernel& kernel, const Shape& shape, const Options& options,
+              const Tensors& tensors) {
+  if (!kernel.available()) {
+    throw Error("kernel", std::string(kernel.name), "this CPU lacks the instructions it needs");
+  }
+  validate(shape, options);
+  const std::size_t q_elements = shape.q_elements();
+  const std::size_t kv_elements = shape.kv_elements();
+  const std::pair<const char*, const float*> pointers[] = {
+      {"tensors.q", tensors.q}, {"tensors.k", tensors.k}, {"tensors.v", tensors.v},
+      {"tensors.o", tensors.o}};
+  for (const auto& [field, p] : pointers) {
+    if (p == nullptr) throw Error(field, "nullptr", "must point to the tensor's data");
+  }
+  const ByteRange out = bytes_of(tensors.o, q_elements);
+  const std::pair<const char*, ByteRange> inputs[] = {{"tensors.q", bytes_of(tensors.q, q_elements)},
+                                                      {"tensors.k", bytes_of(tensors.k, kv_elements)},
+                                                      {"tensors.v", bytes_of(tensors.v, kv_elements)}};
+  for (const auto& [field, range] : inputs) {
+    if (out.overlaps(range)) {
+      throw Error("tensors.o", pointer_string(tensors.o),
+                  std::string("output overlaps input ") + field + " at " +
+                      pointer_string(reinterpret_cast<const void*>(range.begin)));
+    }
+  }
+  if (kernel.strategy == Strategy::naive) {
+    const std::size_t budget =
+        options.memory_budget_bytes ? options.memory_budget_bytes : default_memory_budget();
+    const std::size_t needed = naive_score_bytes(shape);
+    if (needed > budget) {
+      throw Error("options.memory_budget_bytes", std::to_string(budget),
+                  "the naive score matrix needs " + std::to_string(needed) + " bytes (q_len " +
+                      std::to_string(shape.q_len) + " x kv_len " + std::to_string(shape.kv_len) +
+                      " x 4); use a tiled kernel or raise the budget");
+    }
+  }
+}
+
+namespace {
+
+// The (batch, query head) slice of the problem with the key/value head it reads.
+HeadProblem head_problem(const Shape& shape, float scale, bool causal, const Tensors& t,
+                         std::size_t batch, std::size_t q_head) {
+  const std::size_t group = shape.q_heads / shape.kv_heads;  // query heads per key/value head
+  const std::size_t kv_head = q_head / group;
+  const std::size_t q_offset = ((batch * shape.q_heads + q_head) * shape.q_len) * shape.head_dim;
+  const std::size_t kv_offset = ((batch * shape.kv_heads + kv_head) * shape.kv_len) * shape.head_dim;
+  return HeadProblem{t.q + q_offset, t.k + kv_offset, t.v + kv_offset, t.o + q_offset,
+                     shape.q_len, shape.kv_len,       shape.head_dim,   scale, causal};
+}
+
+// Query rows per parallel task: enough tasks that every thread is busy on a single head
+// (four per thread absorbs uneven causal rows), few enough that per-task work dwarfs the
+// scheduling cost; a multiple of 16 so SIMD row tiles stay whole.
+std::size_t rows_per_task(std::size_t q_len, std::size_t threads) {
+  const std::size_t target = (q_len + 4 * threads - 1) / (4 * threads);
+  return std::max<std::size_t>(16, (target + 15) / 16 * 16);
+}
+
+}  // namespace
+
+void attention(const Kernel& kernel, const Shape& shape, const Options& options,
+               const Tensors& tensors, Workspace& ws) {
+  validate(kernel, shape, options, tensors);
+  const float scale = effective_scale(shape, options);
+  const std::size_t heads = shape.batch * shape.q_heads;
+  const std::size_t threads = worker_threads(options);
+  ws.reset_peak();
+
+  if (threads == 1) {
+    for (std::size_t bh = 0; bh < heads; ++bh) {
+      const HeadProblem head = head_problem(shape, scale, options.causal, tensors,
+                                            bh / shape.q_heads, bh % shape.q_heads);
+      Workspace::Scope scope(ws);
+      kernel.compute(head, RowRange{0, shape.q_len}, ws);
+    }
+    return;
+  }
+
+  // NOTE: every task is (batch, query head, block of query rows). Rows are independent, and a row's
+  // arithmetic does not depend on which task or thread computes it, so the output is the same for
+  // every thread count.
+  const std::size_t block = rows_per_task(shape.q_len, threads);
+  const std::size_t blocks_per_head = (shape.q_len + block - 1) / block;
+  ws.reserve_workers(threads);
+  tbb::task_arena arena(static_cast<int>(threads));
+  arena.execute([&] {
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, heads * blocks_per_head),
+                      [&](const tbb::blocked_range<std::size_t>& tasks) {
+                        Workspace& local = ws.worker(static_cast<std::size_t>(
+                            tbb::this_task_arena::current_thread_index()));
+                        for (std::size_t t = tasks.begin(); t != tasks.end(); ++t) {
+                          const std::size_t bh = t / blocks_per_head;
+                          const std::size_t first = (t % blocks_per_head) * block;
+                          const HeadProblem head = head_problem(shape, scale, options.causal,
+                                                                tensors, bh / shape.q_heads,
+                                                                bh % shape.q_heads);
+                          Workspace::Scope scope(local);
+                          kernel.compute(head, RowRange{first, std::min(first + block, shape.q_len)},
+                                         local);
+                        }
+                      });
+  });
+}
+
+}  // namespace attnbench

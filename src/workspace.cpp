@@ -1,0 +1,79 @@
+// Workspace: a bump allocator over a list of aligned blocks that records its peak use.
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+#include "attnbench.hpp"
+
+namespace attnbench {
+
+struct Workspace::Block {
+  std::byte* data;
+  std::size_t capacity;
+  std::size_t used;
+};
+
+Workspace::Workspace() = default;
+
+Workspace::~Workspace() {
+  for (Block& b : blocks_) std::free(b.data);
+}
+
+static std::size_t round_up(std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; }
+
+void* Workspace::take_bytes(std::size_t bytes) {
+  bytes = round_up(std::max<std::size_t>(bytes, 1), kAlignment);
+  if (blocks_.empty() || blocks_.back().capacity - blocks_.back().used < bytes) {
+    // A new block at least twice the last one, so a growing caller settles after a few calls.
+    const std::size_t last = blocks_.empty() ? 0 : blocks_.back().capacity;
+    const std::size_t capacity = std::max(bytes, 2 * last);
+    void* data = std::aligned_alloc(kAlignment, capacity);
+    if (data == nullptr) throw std::bad_alloc();
+    blocks_.push_back(Block{static_cast<std::byte*>(data), capacity, 0});
+  }
+  Block& b = blocks_.back();
+  void* p = b.data + b.used;
+  b.used += bytes;
+  in_use_ += bytes;
+  peak_ = std::max(peak_, in_use_);
+  return p;
+}
+
+void Workspace::give_back_to(std::size_t mark) noexcept {
+  // Release from the newest block backwards until only `mark` bytes remain in use.
+  std::size_t excess = in_use_ - mark;
+  for (auto b = blocks_.rbegin(); b != blocks_.rend() && excess > 0; ++b) {
+    const std::size_t freed = std::min(excess, b->used);
+    b->used -= freed;
+    excess -= freed;
+  }
+  in_use_ = mark;
+  // When everything is free, merge the blocks into one so the next call of the same size fits.
+  // Runs in Scope's destructor, so it must not throw: on allocation failure keep the blocks.
+  if (in_use_ == 0 && blocks_.size() > 1) {
+    std::size_t total = 0;
+    for (const Block& b : blocks_) total += b.capacity;
+    void* data = std::aligned_alloc(kAlignment, total);
+    if (data == nullptr) return;
+    for (Block& b : blocks_) std::free(b.data);
+    blocks_.clear();
+    blocks_.push_back(Block{static_cast<std::byte*>(data), total, 0});
+  }
+}
+
+std::size_t Workspace::peak_bytes() const {
+  std::size_t total = peak_;
+  for (const auto& w : workers_) total += w->peak_bytes();
+  return total;
+}
+
+void Workspace::reset_peak() {
+  peak_ = in_use_;
+  for (auto& w : workers_) w->reset_peak();
+}
+
+void Workspace::reserve_workers(std::size_t count) {
+  while (workers_.size() < count) workers_.push_back(std::make_unique<Workspace>());
+}
+
+}  // namespace attnbench

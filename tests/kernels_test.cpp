@@ -1,0 +1,306 @@
+// Every registry kernel against the float64 oracle, over shapes chosen to break tiling: lengths
+// of 1, one past a block, primes, q_len != kv_len; odd head dims; causal on and off; GQA; and
+// outliers that make the online softmax rescale. Then the properties every kernel must keep.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "oracle_support.hpp"
+
+namespace attnbench::testing {
+namespace {
+
+struct Case {
+  Shape shape;
+  bool causal;
+  bool outliers;
+};
+
+std::string case_name(const Case& c) {
+  const Shape& s = c.shape;
+  std::string name = "b" + std::to_string(s.batch) + "h" + std::to_string(s.q_heads) + "kv" +
+                     std::to_string(s.kv_heads) + "_q" + std::to_string(s.q_len) + "_k" +
+                     std::to_string(s.kv_len) + "_d" + std::to_string(s.head_dim);
+  if (c.causal) name += "_causal";
+  if (c.outliers) name += "_outliers";
+  return name;
+}
+
+std::vector<Case> oracle_cases() {
+  const std::size_t lengths[] = {1, 2, 3, 17, 64, 65, 127, 200, 1000};
+  const std::size_t dims[] = {1, 3, 8, 31, 64, 65, 128, 256};
+  std::vector<Case> cases;
+  for (bool causal : {false, true}) {
+    // Every pair of lengths at an odd head dim that fits no vector width.
+    for (std::size_t q : lengths) {
+      for (std::size_t k : lengths) cases.push_back({{1, 1, 1, q, k, 31}, causal, false});
+    }
+    // Every head dim at lengths that leave edge tiles in both directions.
+    for (std::size_t d : dims) {
+      for (auto [q, k] : {std::pair{1, 1}, {65, 127}, {200, 1000}, {127, 17}}) {
+        cases.push_back({{1, 1, 1, std::size_t(q), std::size_t(k), d}, causal, false});
+      }
+    }
+    // Several heads: multi-head, grouped-query and multi-query, two batches.
+    for (std::size_t kv_heads : {6, 3, 2, 1}) {
+      cases.push_back({{2, 6, kv_heads, 17, 65, 8}, causal, false});
+      cases.push_back({{2, 6, kv_heads, 65, 33, 65}, causal, false});
+    }
+    // Outliers that force the running max to move in every key block.
+    for (std::size_t d : {3, 64, 128}) {
+      for (auto [q, k] : {std::pair{17, 1000}, {200, 200}, {1, 127}}) {
+        cases.push_back({{1, 1, 1, std::size_t(q), std::size_t(k), d}, causal, true});
+      }
+    }
+  }
+  // The loops above meet at a few shapes (q 1, k 1, d 31): keep the first of each name.
+  std::set<std::string> seen;
+  std::erase_if(cases, [&](const Case& c) { return !seen.insert(case_name(c)).second; });
+  return cases;
+}
+
+// Problem and oracle answer per case, computed once and shared by every kernel.
+const std::pair<Problem, std::vector<double>>& solved(const Case& c) {
+  static std::map<std::string, std::pair<Problem, std::vector<double>>> cache;
+  const std::string key = case_name(c);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    Problem p = random_problem(c.shape, c.causal, static_cast<std::uint32_t>(cache.size() + 1));
+    if (c.outliers) add_outliers(p);
+    std::vector<double> ref = oracle(p);
+    it = cache.emplace(key, std::pair{std::move(p), std::move(ref)}).first;
+  }
+  return it->second;
+}
+
+// Worst error seen per kernel (absolute, and as a fraction of the bound), printed at the end.
+struct Worst {
+  double abs_error = 0, bound_ratio = 0;
+};
+std::map<std::string, Worst>& worst_seen() {
+  static std::map<std::string, Worst> worst;
+  return worst;
+}
+
+class WorstErrorReport : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    for (const auto& [kernel, w] : worst_seen()) {
+      std::printf("oracle error %-24s max |error| %.3g, max error/bound %.3f\n", kernel.c_str(),
+                  w.abs_error, w.bound_ratio);
+    }
+  }
+};
+const auto* const kReport = ::testing::AddGlobalTestEnvironment(new WorstErrorReport);
+
+const Kernel& kernel_named(const std::string& name) { return *find_kernel(name); }
+
+std::vector<std::string> kernel_names() {
+  std::vector<std::string> names;
+  for (const Kernel& k : registry()) names.emplace_back(k.name);
+  return names;
+}
+
+std::string test_name(std::string name) {
+  std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
+  return name;
+}
+
+#define SKIP_IF_UNAVAILABLE(kernel) \
+  if (!(kernel).available()) GTEST_SKIP() << (kernel).name << ": this CPU cannot run it"
+
+// ---------------------------------------------------------------------------------------------
+
+class KernelVsOracle : public ::testing::TestWithParam<std::tuple<std::string, Case>> {};
+
+TEST_P(KernelVsOracle, WithinErrorBound) {
+  const Kernel& kernel = kernel_named(std::get<0>(GetParam()));
+  SKIP_IF_UNAVAILABLE(kernel);
+  const auto& [problem, ref] = solved(std::get<1>(GetParam()));
+  Workspace ws;
+  const std::vector<float> out = run(kernel, problem, ws);
+  const double ratio = check_against_oracle(problem, out, ref);
+  Worst& w = worst_seen()[std::string(kernel.name)];
+  w.bound_ratio = std::max(w.bound_ratio, ratio);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    w.abs_error = std::max(w.abs_error, std::fabs(double(out[i]) - ref[i]));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, KernelVsOracle,
+                         ::testing::Combine(::testing::ValuesIn(kernel_names()),
+                                            ::testing::ValuesIn(oracle_cases())),
+                         [](const auto& info) {
+                           return test_name(std::get<0>(info.param) + "__" +
+                                            case_name(std::get<1>(info.param)));
+                         });
+
+// ---------------------------------------------------------------------------------------------
+
+class EveryKernel : public ::testing::TestWithParam<std::string> {
+ protected:
+  const Kernel& kernel() const { return kernel_named(GetParam()); }
+};
+
+// One query whose scores against three keys are exactly `scores`, with V the identity, so the
+// output row is the softmax weights themselves.
+std::vector<float> weights_for(const Kernel& kernel, const std::vector<float>& scores) {
+  Problem p{{1, 1, 1, 1, 3, 3}, Options{}, {1, 0, 0}, {}, {1, 0, 0, 0, 1, 0, 0, 0, 1}};
+  p.options.scale = 1.0f;
+  for (float s : scores) p.k.insert(p.k.end(), {s, 0.0f, 0.0f});
+  Workspace ws;
+  return run(kernel, p, ws);
+}
+
+TEST_P(EveryKernel, SoftmaxIsStableForLargeLogits) {
+  SKIP_IF_UNAVAILABLE(kernel());
+  const std::vector<float> large = weights_for(kernel(), {1000, 999, 998});
+  const std::vector<float> small = weights_for(kernel(), {2, 1, 0});
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_TRUE(std::isfinite(large[j])) << "weight " << j;
+    EXPECT_NEAR(large[j], small[j], 1e-6) << "weight " << j;
+  }
+  EXPECT_NEAR(small[0], 0.665241, 1e-6);  // e^2 / (e^2 + e + 1)
+}
+
+TEST_P(EveryKernel, WorkedExampleWeights) {
+  SKIP_IF_UNAVAILABLE(kernel());
+  const std::vector<float> w = weights_for(kernel(), {2.1f, 0.4f, 1.3f});
+  EXPECT_NEAR(w[0], 0.61, 0.005);
+  EXPECT_NEAR(w[1], 0.11, 0.005);
+  EXPECT_NEAR(w[2], 0.28, 0.005);
+  EXPECT_NEAR(w[0] + w[1] + w[2], 1.0, 1e-6);
+}
+
+TEST_P(EveryKernel, PermutingKeysAndValuesTogetherLeavesOutputUnchanged) {
+  SKIP_IF_UNAVAILABLE(kernel());
+  const Shape shape{1, 2, 1, 37, 150, 24};
+  Problem p = random_problem(shape, false, 7);
+  Problem permuted = p;
+  std::vector<std::size_t> order(shape.kv_len);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(3));
+  for (std::size_t j = 0; j < shape.kv_len; ++j) {
+    std::copy_n(p.k.begin() + order[j] * 24, 24, permuted.k.begin() + j * 24);
+    std::copy_n(p.v.begin() + order[j] * 24, 24, permuted.v.begin() + j * 24);
+  }
+  Workspace ws;
+  const std::vector<float> a = run(kernel(), p, ws);
+  const std::vector<float> b = run(kernel(), permuted, ws);
+  // Both must meet the oracle's bound, so they differ by at most twice that bound; in practice
+  // only by the changed summation order.
+  const std::vector<double> ref = oracle(p);
+  check_against_oracle(p, a, ref);
+  check_against_oracle(permuted, b, ref);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(a[i], b[i], 2 * row_bound(p, 0, i / (37 * 24), (i / 24) % 37)) << "element " << i;
+  }
+}
+
+TEST_P(EveryKernel, PermutingQueriesPermutesOutputRows) {
+  SKIP_IF_UNAVAILABLE(kernel());
+  const Shape shape{1, 1, 1, 45, 70, 19};
+  Problem p = random_problem(shape, false, 11);
+  Problem permuted = p;
+  std::vector<std::size_t> order(shape.q_len);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(5));
+  for (std::size_t i = 0; i < shape.q_len; ++i) {
+    std::copy_n(p.q.begin() + order[i] * 19, 19, permuted.q.begin() + i * 19);
+  }
+  Workspace ws;
+  const std::vector<float> a = run(kernel(), p, ws);
+  const std::vector<float> b = run(kernel(), permuted, ws);
+  for (std::size_t i = 0; i < shape.q_len; ++i) {
+    for (std::size_t c = 0; c < 19; ++c) {
+      // Each row is computed on its own, so the row lands where its query went, to the bit.
+      EXPECT_EQ(b[i * 19 + c], a[order[i] * 19 + c]) << "row " << i << " col " << c;
+    }
+  }
+}
+
+TEST_P(EveryKernel, RowsWithNothingToWeighAreZero) {
+  SKIP_IF_UNAVAILABLE(kernel());
+  // Causal with q_len > kv_len: the first q_len - kv_len rows see no key at all.
+  Problem masked = random_problem({1, 1, 1, 40, 25, 9}, true, 13);
+  std::fill(masked.v.begin(), masked.v.end(), NAN);  // V must not even be read for those rows
+  Workspace ws;
+  const std::vector<float> out = run(kernel(), masked, ws);
+  for (std::size_t i = 0; i < 15 * 9; ++i) EXPECT_EQ(out[i], 0.0f) << "element " << i;
+  for (std::size_t i = 15 * 9; i < out.size(); ++i) EXPECT_TRUE(std::isnan(out[i])) << i;
+
+  // Every score -inf (an infinite query against negative keys) weighs nothing either.
+  Problem minus_inf = random_problem({1, 1, 1, 3, 100, 4}, false, 17);
+  for (float& x : minus_inf.k) x = -std::fabs(x) - 0.5f;
+  std::fill_n(minus_inf.q.begin() + 4, 4, INFINITY);  // row 1
+  const std::vector<float> o = run(kernel(), minus_inf, ws);
+  const std::vector<double> ref = oracle(minus_inf);
+  for (std::size_t c = 0; c < 4; ++c) EXPECT_EQ(o[4 + c], 0.0f);
+  check_against_oracle(minus_inf, o, ref);
+}
+
+TEST_P(EveryKernel, NaNAndInfLandWhereTheOracleHasThem) {
+  SKIP_IF_UNAVAILABLE(kernel());
+  for (bool causal : {false, true}) {
+    Problem p = random_problem({1, 1, 1, 90, 90, 10}, causal, 19);
+    p.q[5 * 10 + 3] = NAN;          // query row 5: its whole output row
+    p.k[70 * 10 + 1] = NAN;         // key 70: every row that sees it
+    p.v[40 * 10 + 6] = NAN;         // value 40, column 6: that column of rows that see key 40
+    p.v[20 * 10 + 2] = INFINITY;    // value 20, column 2: +inf (or NaN with the -inf below)
+    p.v[20 * 10 + 8] = -INFINITY;
+    p.q[80 * 10 + 0] = INFINITY;    // query row 80: +inf scores, so exp(inf - inf) = NaN
+    Workspace ws;
+    const std::vector<float> out = run(kernel(), p, ws);
+    const std::vector<double> ref = oracle(p);
+    std::size_t nan_count = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      EXPECT_EQ(std::isnan(out[i]), std::isnan(ref[i])) << "element " << i << " causal " << causal;
+      nan_count += std::isnan(ref[i]);
+    }
+    EXPECT_GT(nan_count, 0u);
+    check_against_oracle(p, out, ref);
+  }
+}
+
+TEST_P(EveryKernel, MultithreadedOutputIsBitwiseIdentical) {
+  SKIP_IF_UNAVAILABLE(kernel());
+  Problem p = random_problem({1, 3, 1, 300, 257, 33}, true, 23);
+  Workspace ws;
+  const std::vector<float> serial = run(kernel(), p, ws);
+  for (std::size_t threads : {2, 3, 8}) {
+    p.options.threads = threads;
+    const std::vector<float> parallel = run(kernel(), p, ws);
+    EXPECT_EQ(0, std::memcmp(serial.data(), parallel.data(), serial.size() * sizeof(float)))
+        << threads << " threads";
+  }
+}
+
+TEST_P(EveryKernel, ScratchFollowsTheMemoryStrategy) {
+  SKIP_IF_UNAVAILABLE(kernel());
+  auto scratch = [&](std::size_t q_len, std::size_t kv_len) {
+    Problem p = random_problem({1, 1, 1, q_len, kv_len, 64}, false, 29);
+    Workspace ws;
+    run(kernel(), p, ws);
+    return ws.peak_bytes();
+  };
+  if (kernel().strategy == Strategy::naive) {
+    for (auto [q, k] : {std::pair{64, 1024}, {300, 200}, {1, 16384}}) {
+      EXPECT_GE(scratch(q, k), std::size_t(q) * k * 4) << q << " x " << k;
+    }
+  } else {
+    const std::size_t short_keys = scratch(64, 1024);
+    EXPECT_EQ(short_keys, scratch(64, 16384));
+    EXPECT_LT(short_keys, 64u * 1024 * 4);  // less than the score matrix it avoids
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, EveryKernel, ::testing::ValuesIn(kernel_names()),
+                         [](const auto& info) { return test_name(info.param); });
+
+}  // namespace
+}  // namespace attnbench::testing

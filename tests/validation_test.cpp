@@ -1,0 +1,136 @@
+// Every bad call gives attnbench::Error naming the field and the value, before any allocation
+// and without touching the output.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+
+#include "oracle_support.hpp"
+
+namespace attnbench::testing {
+namespace {
+
+struct BadCall {
+  const char* what;
+  std::function<void(Shape&, Options&, Tensors&)> spoil;
+  const char* field;
+  const char* value;  // expected in the message, next to the field
+};
+
+class Validation : public ::testing::TestWithParam<BadCall> {};
+
+TEST_P(Validation, FailsWithFieldAndValueBeforeAllocating) {
+  const BadCall& bad = GetParam();
+  Problem p = random_problem({2, 4, 2, 9, 11, 5}, false, 1);
+  std::vector<float> o(p.shape.q_elements(), 7.0f);
+  Shape shape = p.shape;
+  Options options = p.options;
+  Tensors tensors = p.tensors(o);
+  bad.spoil(shape, options, tensors);
+  for (const Kernel& kernel : registry()) {
+    if (!kernel.available()) continue;
+    Workspace ws;
+    try {
+      attention(kernel, shape, options, tensors, ws);
+      ADD_FAILURE() << bad.what << ": no error from " << kernel.name;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.field(), bad.field) << e.what();
+      EXPECT_NE(std::string(e.what()).find(bad.field), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(bad.value), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ws.peak_bytes(), 0u) << bad.what << ": allocated before failing";
+  }
+  for (float x : o) ASSERT_EQ(x, 7.0f) << bad.what << ": output written";
+}
+
+constexpr std::size_t kHuge = std::size_t{1} << 40;
+
+const BadCall kBadCalls[] = {
+    {"zero batch", [](Shape& s, Options&, Tensors&) { s.batch = 0; }, "shape.batch", "0"},
+    {"zero q heads", [](Shape& s, Options&, Tensors&) { s.q_heads = 0; }, "shape.q_heads", "0"},
+    {"zero kv heads", [](Shape& s, Options&, Tensors&) { s.kv_heads = 0; }, "shape.kv_heads", "0"},
+    {"zero q_len", [](Shape& s, Options&, Tensors&) { s.q_len = 0; }, "shape.q_len", "0"},
+    {"zero kv_len", [](Shape& s, Options&, Tensors&) { s.kv_len = 0; }, "shape.kv_len", "0"},
+    {"zero head_dim", [](Shape& s, Options&, Tensors&) { s.head_dim = 0; }, "shape.head_dim", "0"},
+    {"heads not divisible", [](Shape& s, Options&, Tensors&) { s.kv_heads = 3; }, "shape.q_heads",
+     "4"},
+    {"q bytes overflow", [](Shape& s, Options&, Tensors&) { s.q_len = kHuge; s.head_dim = kHuge; },
+     "shape", "overflow"},
+    {"kv bytes overflow", [](Shape& s, Options&, Tensors&) { s.kv_len = std::size_t(1) << 62; },
+     "shape", "overflow"},
+    {"null q", [](Shape&, Options&, Tensors& t) { t.q = nullptr; }, "tensors.q", "nullptr"},
+    {"null k", [](Shape&, Options&, Tensors& t) { t.k = nullptr; }, "tensors.k", "nullptr"},
+    {"null v", [](Shape&, Options&, Tensors& t) { t.v = nullptr; }, "tensors.v", "nullptr"},
+    {"null o", [](Shape&, Options&, Tensors& t) { t.o = nullptr; }, "tensors.o", "nullptr"},
+    {"o overlaps q", [](Shape&, Options&, Tensors& t) { t.o = const_cast<float*>(t.q) + 3; },
+     "tensors.o", "overlaps input tensors.q"},
+    {"o overlaps v", [](Shape&, Options&, Tensors& t) { t.v = t.o + 10; }, "tensors.o",
+     "overlaps input tensors.v"},
+    {"scale NaN", [](Shape&, Options& o, Tensors&) { o.scale = NAN; }, "options.scale", "nan"},
+    {"scale inf", [](Shape&, Options& o, Tensors&) { o.scale = INFINITY; }, "options.scale", "inf"},
+    {"too many threads", [](Shape&, Options& o, Tensors&) { o.threads = 5000; }, "options.threads",
+     "5000"},
+};
+
+INSTANTIATE_TEST_SUITE_P(BadInput, Validation, ::testing::ValuesIn(kBadCalls),
+                         [](const auto& info) {
+                           std::string name = info.param.what;
+                           for (char& c : name) c = std::isalnum(c) ? c : '_';
+                           return name;
+                         });
+
+TEST(Validation, NaiveScoreMatrixOverBudgetFailsBeforeAllocating) {
+  Problem p = random_problem({1, 1, 1, 300, 200, 4}, false, 2);
+  std::vector<float> o(p.shape.q_elements());
+  p.options.memory_budget_bytes = 300 * 200 * 4 - 1;
+  for (const Kernel& kernel : registry()) {
+    if (!kernel.available()) continue;
+    Workspace ws;
+    if (kernel.strategy == Strategy::naive) {
+      try {
+        attention(kernel, p.shape, p.options, p.tensors(o), ws);
+        ADD_FAILURE() << kernel.name << " accepted a score matrix over budget";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.field(), "options.memory_budget_bytes");
+        EXPECT_NE(std::string(e.what()).find("needs 240000 bytes"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("239999"), std::string::npos) << e.what();
+      }
+      EXPECT_EQ(ws.peak_bytes(), 0u);
+    } else {
+      EXPECT_NO_THROW(attention(kernel, p.shape, p.options, p.tensors(o), ws)) << kernel.name;
+    }
+  }
+  // The default budget is half the machine's memory: a 128k x 128k matrix (64 GiB) exceeds it
+  // here, and a tiled kernel is not limited by it.
+  EXPECT_GT(default_memory_budget(), std::size_t{1} << 28);
+  EXPECT_EQ(naive_score_bytes({1, 1, 1, 131072, 131072, 64}), std::size_t{1} << 36);
+}
+
+TEST(Validation, ExactlyAtBudgetIsAllowed) {
+  Problem p = random_problem({1, 1, 1, 30, 20, 4}, false, 3);
+  std::vector<float> o(p.shape.q_elements());
+  p.options.memory_budget_bytes = 30 * 20 * 4;
+  Workspace ws;
+  EXPECT_NO_THROW(attention(*find_kernel("naive/scalar"), p.shape, p.options, p.tensors(o), ws));
+}
+
+TEST(Registry, NamesAreUniqueAndWellFormed) {
+  std::set<std::string_view> seen;
+  for (const Kernel& k : registry()) {
+    EXPECT_TRUE(seen.insert(k.name).second) << k.name;
+    EXPECT_EQ(k.name.substr(0, k.name.find('/')), to_string(k.strategy)) << k.name;
+    EXPECT_EQ(find_kernel(k.name), &k);
+  }
+  EXPECT_EQ(find_kernel("no/such"), nullptr);
+  EXPECT_TRUE(default_kernel().available());
+}
+
+TEST(Reference, RejectsBadShapesToo) {
+  const float x = 1.0f;
+  double o = 0.0;
+  EXPECT_THROW(reference_attention({1, 1, 1, 1, 1, 0}, {}, &x, &x, &x, &o), Error);
+  EXPECT_THROW(reference_attention({1, 1, 1, 1, 1, 1}, {}, nullptr, &x, &x, &o), Error);
+}
+
+}  // namespace
+}  // namespace attnbench::testing
