@@ -1,0 +1,45 @@
+// Reader and writer for NumPy .npy files holding float32 C-order arrays.
+//
+// Only the subset this project exchanges with Python is supported: descr '<f4', fortran_order False,
+// 1 to 8 non-zero dimensions. Everything else is rejected with npy::Error rather than guessed at.
+// The reader is strict and bounds-checked throughout, so it is safe on untrusted or corrupt input.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+namespace attnbench::npy {
+
+// The only exception type thrown for malformed input or I/O failure. what() is a single line that
+// starts with the file name (or "<memory>") and names the offending field and value.
+class Error : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Array {
+  std::vector<std::size_t> shape;  // C order
+  std::vector<float> data;         // product(shape) elements
+};
+
+// Parse a whole .npy file already in memory (format 1.0, 2.0 or 3.0). `bytes` may have any
+// alignment. `name` is used in error messages.
+Array parse(std::span<const std::byte> bytes, std::string_view name = "<memory>");
+
+// Read a regular file. Missing or unreadable files, directories and files over 64 GiB are errors.
+Array read(const std::filesystem::path& path);
+
+// Serialise as numpy 1.24's np.save does for a C-contiguous float32 array: format 1.0, descr '<f4',
+// header padded with spaces and terminated by '\n' so the data starts at a multiple of 64 bytes.
+// Throws Error if data.size() != product(shape) or the shape is one parse() would reject.
+std::vector<std::byte> serialise(std::span<const std::size_t> shape, std::span<const float> data);
+
+// Write atomically: the bytes go to "<path>.tmp.<pid>" which is then renamed over `path`. On any
+// failure the temporary is removed and Error is thrown; `path` is never left partially written.
+void write(const std::filesystem::path& path, std::span<const std::size_t> shape,
+           std::span<const float> data);
+
+}  // namespace attnbench::npy
