@@ -1,0 +1,84 @@
+// attnbench_time: a plain timing loop over registry kernels, for quick measurements before and
+// beside the Google Benchmark suite. Per point: one warm-up call, then `--reps` timed calls on
+// the same buffers; prints the median, min and max, and GFLOP/s from the median with
+// FLOPs = 4 x (scored query-key pairs) x d (2 for Q K^T, 2 for P V).
+//   attnbench_time [--kernel REGEX] [--n 256,1024] [--d 64,128] [--threads 1] [--reps 5] [--causal]
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <regex>
+#include <vector>
+
+#include "attnbench.hpp"
+
+namespace {
+
+// Query-key pairs a call scores: q_len x kv_len, or under the causal mask only the visible ones.
+double scored_pairs(const attnbench::Shape& s, bool causal) {
+  const attnbench::HeadProblem rows{nullptr, nullptr, nullptr, nullptr, s.q_len, s.kv_len,
+                                    s.head_dim, 1.0f, causal};
+  double pairs = 0;
+  for (std::size_t i = 0; i < s.q_len; ++i) pairs += double(rows.visible_keys(i));
+  return pairs * double(s.batch * s.q_heads);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"time registry kernels: median of repeated calls on reused buffers"};
+  std::string pattern = ".*";
+  std::vector<std::size_t> lengths{256, 1024}, dims{64, 128};
+  std::size_t threads = 1, reps = 5;
+  bool causal = false;
+  app.add_option("--kernel", pattern, "regex over kernel names");
+  app.add_option("--n", lengths, "sequence lengths (q_len = kv_len)")->delimiter(',');
+  app.add_option("--d", dims, "head dims")->delimiter(',');
+  app.add_option("--threads", threads, "worker threads (0 = every core)");
+  app.add_option("--reps", reps, "timed repetitions per point")->check(CLI::Range(1, 1000));
+  app.add_flag("--causal", causal, "causal mask");
+  CLI11_PARSE(app, argc, argv);
+  const std::regex wanted(pattern);
+
+  std::printf("%-22s %6s %4s %3s %10s %10s %10s %8s %12s\n", "kernel", "n", "d", "thr",
+              "median_ms", "min_ms", "max_ms", "GFLOP/s", "scratch_B");
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  for (std::size_t d : dims) {
+    for (std::size_t n : lengths) {
+      const attnbench::Shape shape{1, 1, 1, n, n, d};
+      std::vector<float> q(shape.q_elements()), k(shape.kv_elements()), v(shape.kv_elements()),
+          o(shape.q_elements());
+      for (auto* t : {&q, &k, &v}) std::generate(t->begin(), t->end(), [&] { return normal(rng); });
+      attnbench::Options options;
+      options.causal = causal;
+      options.threads = threads;
+      for (const attnbench::Kernel& kernel : attnbench::registry()) {
+        if (!kernel.available() || !std::regex_search(std::string(kernel.name), wanted)) continue;
+        attnbench::Workspace ws;
+        std::vector<double> ms;
+        try {
+          for (std::size_t r = 0; r <= reps; ++r) {  // r = 0 is the warm-up
+            const auto start = std::chrono::steady_clock::now();
+            attnbench::attention(kernel, shape, options, {q.data(), k.data(), v.data(), o.data()}, ws);
+            const std::chrono::duration<double, std::milli> t = std::chrono::steady_clock::now() - start;
+            if (r > 0) ms.push_back(t.count());
+          }
+        } catch (const attnbench::Error& e) {
+          std::printf("%-22s %6zu %4zu skipped: %s\n", std::string(kernel.name).c_str(), n, d, e.what());
+          continue;
+        }
+        std::sort(ms.begin(), ms.end());
+        const double median = ms[ms.size() / 2];
+        const double gflops = 4.0 * scored_pairs(shape, causal) * double(d) / (median * 1e6);
+        std::printf("%-22s %6zu %4zu %3zu %10.3f %10.3f %10.3f %8.2f %12zu\n",
+                    std::string(kernel.name).c_str(), n, d, attnbench::worker_threads(options),
+                    median, ms.front(), ms.back(), gflops, ws.peak_bytes());
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+"""End-to-end tests of the `attnbench` binary on .npy files written by numpy.
+
+Usage: cli_test.py PATH/TO/attnbench   (ctest passes the built binary)
+Every bad input must give exit code 2, one line on stderr naming what and where, and no output
+file. Good inputs must match a float64 numpy reference.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+BINARY = sys.argv[1]
+failures = []
+passed = 0
+
+
+def attnbench(*args):
+    return subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=120)
+
+
+def check(name, condition, detail=""):
+    global passed
+    if condition:
+        passed += 1
+    else:
+        failures.append(f"{name}: {detail}")
+        print(f"FAIL {name}: {detail}")
+
+
+def reference(q, k, v, causal=False, scale=None):
+    """float64 attention over numpy arrays of shape (..., n, d), K/V heads broadcast by GQA."""
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    if q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
+        group = q.shape[-3] // k.shape[-3]
+        k, v = np.repeat(k, group, axis=-3), np.repeat(v, group, axis=-3)
+    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    s = scale * q @ np.swapaxes(k, -1, -2)
+    if causal:
+        n, m = s.shape[-2:]
+        s = np.where(np.arange(m)[None, :] <= np.arange(n)[:, None] + (m - n), s, -np.inf)
+    s = s - s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    return (p / p.sum(axis=-1, keepdims=True)) @ v
+
+
+def expect_bad_input(name, args, *words, out=None):
+    r = attnbench(*args)
+    lines = r.stderr.strip().splitlines()
+    check(name + " exit", r.returncode == 2, f"exit {r.returncode}, stderr {r.stderr!r}")
+    check(name + " one line", len(lines) == 1, f"stderr {r.stderr!r}")
+    for w in words:
+        check(name + f" names {w!r}", w in r.stderr, f"stderr {r.stderr!r}")
+    if out is not None:
+        check(name + " no output", not os.path.exists(out), f"{out} exists")
+        leftovers = [f for f in os.listdir(os.path.dirname(out)) if ".tmp" in f]
+        check(name + " no temporary", not leftovers, str(leftovers))
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    rng = np.random.default_rng(0)
+
+    def path(name):
+        return os.path.join(tmp, name)
+
+    def save(name, array):
+        np.save(path(name), array)
+        return path(name)
+
+    # --- good inputs, every kernel, every accepted rank --------------------------------------
+    listing = attnbench("list")
+    check("list exit", listing.returncode == 0, listing.stderr)
+    kernels = [line.split()[0] for line in listing.stdout.splitlines() if "unavailable" not in line]
+    check("list has scalar kernels", {"naive/scalar", "tiled/scalar"} <= set(kernels), listing.stdout)
+
+    shapes = {  # Q shape, K/V shape
+        "2d": ((33, 16), (47, 16)),
+        "3d gqa": ((4, 20, 8), (2, 20, 8)),
+        "4d": ((2, 3, 9, 5), (2, 3, 12, 5)),
+    }
+    for label, (q_shape, kv_shape) in shapes.items():
+        q = rng.standard_normal(q_shape, dtype=np.float32)
+        k = rng.standard_normal(kv_shape, dtype=np.float32)
+        v = rng.standard_normal(kv_shape, dtype=np.float32)
+        qp, kp, vp = save("q.npy", q), save("k.npy", k), save("v.npy", v)
+        for kernel in kernels:
+            for causal in (False, True):
+                out = path("o.npy")
+                args = ["run", "--q", qp, "--k", kp, "--v", vp, "--out", out, "--kernel", kernel,
+                        "--threads", "2", "--scale", "0.3"] + (["--causal"] if causal else [])
+                r = attnbench(*args)
+                name = f"run {label} {kernel} causal={causal}"
+                check(name, r.returncode == 0, r.stderr)
+                if r.returncode != 0:
+                    continue
+                o = np.load(out)
+                check(name + " shape", o.shape == q.shape and o.dtype == np.float32, str(o.shape))
+                err = np.abs(o - reference(q, k, v, causal, 0.3)).max()
+                check(name + " matches numpy", err < 1e-4, f"max error {err}")
+                check(name + " reports", kernel in r.stdout and "scratch" in r.stdout
+                      and " ms" in r.stdout, r.stdout)
+                os.remove(out)
+
+    default = attnbench("run", "--q", qp, "--k", kp, "--v", vp, "--out", path("o.npy"))
+    check("default kernel runs", default.returncode == 0 and kernels[0] in default.stdout,
+          default.stdout + default.stderr)
+    os.remove(path("o.npy"))
+
+    # --- bad inputs ------------------------------------------------------------------------
+    good_q = save("good_q.npy", rng.standard_normal((6, 8), dtype=np.float32))
+    good_kv = save("good_kv.npy", rng.standard_normal((5, 8), dtype=np.float32))
+    out = path("never.npy")
+
+    def run_with(q=good_q, k=good_kv, v=good_kv, *extra):
+        return ["run", "--q", q, "--k", k, "--v", v, "--out", out, *extra]
+
+    expect_bad_input("missing file", run_with(q=path("nope.npy")), "nope.npy", out=out)
+    bad_header = path("bad_header.npy")
+    with open(bad_header, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00\x10\x00{'descr': <f4'}\n" + b"\0" * 64)
+    expect_bad_input("bad header", run_with(q=bad_header), "bad_header.npy", out=out)
+    not_npy = path("not_npy.npy")
+    with open(not_npy, "w") as f:
+        f.write("hello, world\n")
+    expect_bad_input("not npy", run_with(q=not_npy), "not_npy.npy", out=out)
+    truncated = path("truncated.npy")
+    with open(good_q, "rb") as f:
+        data = f.read()
+    with open(truncated, "wb") as f:
+        f.write(data[:-7])
+    expect_bad_input("truncated", run_with(q=truncated), "truncated.npy", "truncated", out=out)
+    f64 = save("f64.npy", np.zeros((6, 8), np.float64))
+    expect_bad_input("float64", run_with(q=f64), "f64.npy", "<f8", out=out)
+    i32 = save("i32.npy", np.zeros((6, 8), np.int32))
+    expect_bad_input("int32", run_with(k=i32), "i32.npy", "<i4", out=out)
+    big_endian = save("big.npy", np.zeros((6, 8), ">f4"))
+    expect_bad_input("big endian", run_with(v=big_endian), "big.npy", "big-endian", out=out)
+    fortran = save("fortran.npy", np.asfortranarray(np.zeros((6, 8), np.float32)))
+    expect_bad_input("fortran", run_with(q=fortran), "fortran.npy", "Fortran", out=out)
+    one_d = save("one_d.npy", np.zeros(8, np.float32))
+    expect_bad_input("1-d", run_with(q=one_d), "one_d.npy", "(8,)", out=out)
+    other_d = save("other_d.npy", np.zeros((5, 7), np.float32))
+    expect_bad_input("head dim mismatch", run_with(k=other_d, v=other_d), "head dim", "7", "8",
+                     out=out)
+    expect_bad_input("k v mismatch", run_with(v=save("v6.npy", np.zeros((6, 8), np.float32))),
+                     "v6.npy", "(6, 8)", "(5, 8)", out=out)
+    q3 = save("q3.npy", np.zeros((3, 6, 8), np.float32))
+    kv2 = save("kv2.npy", np.zeros((2, 5, 8), np.float32))
+    expect_bad_input("heads not divisible", run_with(q=q3, k=kv2, v=kv2), "heads", "2", "3",
+                     out=out)
+    expect_bad_input("rank mismatch", run_with(q=q3), "dimensions", out=out)
+    expect_bad_input("unknown kernel", run_with(good_q, good_kv, good_kv, "--kernel", "fast/magic"),
+                     "fast/magic", out=out)
+    expect_bad_input("unknown option", run_with(good_q, good_kv, good_kv, "--colour"), "--colour",
+                     out=out)
+    expect_bad_input("bad threads", run_with(good_q, good_kv, good_kv, "--threads", "-3"),
+                     "threads", out=out)
+    expect_bad_input("bad scale", run_with(good_q, good_kv, good_kv, "--scale", "nan"), "scale",
+                     out=out)
+    expect_bad_input("over budget", run_with(good_q, good_kv, good_kv, "--kernel", "naive/scalar",
+                                             "--memory-budget", "100"),
+                     "memory_budget", "120", out=out)
+    expect_bad_input("output directory missing",
+                     ["run", "--q", good_q, "--k", good_kv, "--v", good_kv, "--out",
+                      path("no/such/dir/o.npy")], "no/such/dir")
+    expect_bad_input("missing argument", ["run", "--q", good_q], "--k")
+    expect_bad_input("no subcommand", [], "subcommand")
+
+    # An existing output file is left untouched by a failing run.
+    with open(out, "wb") as f:
+        f.write(b"keep me")
+    attnbench(*run_with(q=truncated))
+    with open(out, "rb") as f:
+        check("failed run keeps old output", f.read() == b"keep me")
+
+print(f"{passed} passed, {len(failures)} failed")
+sys.exit(1 if failures else 0)
