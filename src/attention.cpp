@@ -70,6 +70,15 @@ std::size_t naive_score_bytes(const Shape& shape) {
                          "q_len x kv_len x 4 bytes");
 }
 
+std::size_t packed_bytes(const Kernel& kernel, const Shape& shape) {
+  if (kernel.packing.floats == nullptr) return 0;
+  // Whole cache lines per head, so every head's packed copy starts aligned.
+  constexpr std::size_t kLine = Workspace::kAlignment / sizeof(float);
+  const std::size_t per_head =
+      (kernel.packing.floats(shape.kv_len, shape.head_dim) + kLine - 1) / kLine * kLine;
+  return shape.batch * shape.kv_heads * per_head * sizeof(float);
+}
+
 std::size_t default_memory_budget() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_size = sysconf(_SC_PAGE_SIZE);
@@ -142,43 +151,67 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
 
 namespace {
 
-// The (batch, query head) slice of the problem with the key/value head it reads.
+// The (batch, query head) slice of the problem with the key/value head it reads, and that head's
+// packed copy when the kernel packs.
 HeadProblem head_problem(const Shape& shape, float scale, bool causal, const Tensors& t,
-                         std::size_t batch, std::size_t q_head) {
+                         const float* packed, std::size_t packed_per_head, std::size_t batch,
+                         std::size_t q_head) {
   const std::size_t group = shape.q_heads / shape.kv_heads;  // query heads per key/value head
-  const std::size_t kv_head = q_head / group;
+  const std::size_t kv_index = batch * shape.kv_heads + q_head / group;
   const std::size_t q_offset = ((batch * shape.q_heads + q_head) * shape.q_len) * shape.head_dim;
-  const std::size_t kv_offset = ((batch * shape.kv_heads + kv_head) * shape.kv_len) * shape.head_dim;
+  const std::size_t kv_offset = kv_index * shape.kv_len * shape.head_dim;
   return HeadProblem{t.q + q_offset, t.k + kv_offset, t.v + kv_offset, t.o + q_offset,
-                     shape.q_len, shape.kv_len,       shape.head_dim,   scale, causal};
+                     shape.q_len,    shape.kv_len,    shape.head_dim,  scale,
+                     causal,         packed ? packed + kv_index * packed_per_head : nullptr};
 }
 
 // Query rows per parallel task: enough tasks that every thread is busy on a single head
 // (four per thread absorbs uneven causal rows), few enough that per-task work dwarfs the
-// scheduling cost; a multiple of 16 so SIMD row tiles stay whole.
+// scheduling cost; a multiple of 48, the SIMD kernels' query block (8 groups of 6 rows), so
+// tasks hold whole blocks.
 std::size_t rows_per_task(std::size_t q_len, std::size_t threads) {
+  constexpr std::size_t kRows = 48;
   const std::size_t target = (q_len + 4 * threads - 1) / (4 * threads);
-  return std::max<std::size_t>(16, (target + 15) / 16 * 16);
+  return (target + kRows - 1) / kRows * kRows;
 }
 
 }  // namespace
 
-void attention(const Kernel& kernel, const Shape& shape, const Options& options,
-               const Tensors& tensors, Workspace& ws) {
+const Kernel& attention(const Kernel& requested, const Shape& shape, const Options& options,
+                        const Tensors& tensors, Workspace& ws) {
+  const Kernel& kernel = resolve(requested);
   validate(kernel, shape, options, tensors);
   const float scale = effective_scale(shape, options);
   const std::size_t heads = shape.batch * shape.q_heads;
+  const std::size_t kv_heads = shape.batch * shape.kv_heads;
   const std::size_t threads = worker_threads(options);
   ws.reset_peak();
+  Workspace::Scope call(ws);
+
+  // Pack every (batch, key/value head) once; the query heads that share it all read the copy.
+  float* packed = nullptr;
+  std::size_t per_head = 0;
+  auto pack = [&](std::size_t kv_index) {
+    const std::size_t offset = kv_index * shape.kv_len * shape.head_dim;
+    kernel.packing.pack(tensors.k + offset, tensors.v + offset, shape.kv_len, shape.head_dim,
+                        packed + kv_index * per_head);
+  };
+  if (kernel.packing.pack != nullptr) {
+    per_head = packed_bytes(kernel, shape) / kv_heads / sizeof(float);
+    packed = ws.take<float>(kv_heads * per_head);
+  }
+  auto head = [&](std::size_t bh) {
+    return head_problem(shape, scale, options.causal, tensors, packed, per_head,
+                        bh / shape.q_heads, bh % shape.q_heads);
+  };
 
   if (threads == 1) {
+    for (std::size_t kv = 0; packed != nullptr && kv < kv_heads; ++kv) pack(kv);
     for (std::size_t bh = 0; bh < heads; ++bh) {
-      const HeadProblem head = head_problem(shape, scale, options.causal, tensors,
-                                            bh / shape.q_heads, bh % shape.q_heads);
       Workspace::Scope scope(ws);
-      kernel.compute(head, RowRange{0, shape.q_len}, ws);
+      kernel.compute(head(bh), RowRange{0, shape.q_len}, ws);
     }
-    return;
+    return kernel;
   }
 
   // NOTE: every task is (batch, query head, block of query rows). Rows are independent, and a row's
@@ -189,22 +222,23 @@ void attention(const Kernel& kernel, const Shape& shape, const Options& options,
   ws.reserve_workers(threads);
   tbb::task_arena arena(static_cast<int>(threads));
   arena.execute([&] {
+    if (packed != nullptr) {
+      tbb::parallel_for(std::size_t{0}, kv_heads, [&](std::size_t kv) { pack(kv); });
+    }
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, heads * blocks_per_head),
                       [&](const tbb::blocked_range<std::size_t>& tasks) {
                         Workspace& local = ws.worker(static_cast<std::size_t>(
                             tbb::this_task_arena::current_thread_index()));
                         for (std::size_t t = tasks.begin(); t != tasks.end(); ++t) {
-                          const std::size_t bh = t / blocks_per_head;
                           const std::size_t first = (t % blocks_per_head) * block;
-                          const HeadProblem head = head_problem(shape, scale, options.causal,
-                                                                tensors, bh / shape.q_heads,
-                                                                bh % shape.q_heads);
                           Workspace::Scope scope(local);
-                          kernel.compute(head, RowRange{first, std::min(first + block, shape.q_len)},
+                          kernel.compute(head(t / blocks_per_head),
+                                         RowRange{first, std::min(first + block, shape.q_len)},
                                          local);
                         }
                       });
   });
+  return kernel;
 }
 
 }  // namespace attnbench

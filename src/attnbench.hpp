@@ -138,6 +138,7 @@ struct HeadProblem {
   std::size_t head_dim;
   float scale;
   bool causal;
+  const float* kv_packed = nullptr;  // this key/value head packed by Kernel::packing, if it has one
 
   // Number of keys query row i may attend to: all of them, or under the bottom-right causal mask
   // min(kv_len, max(0, i + 1 + kv_len - q_len)).
@@ -162,11 +163,23 @@ enum class Strategy {
 // A kernel computes the output rows `rows` of one head. It takes all scratch from `ws`.
 using ComputeRows = void (*)(const HeadProblem& head, RowRange rows, Workspace& ws);
 
+// Optional step before compute: a kernel that streams K and V in a layout of its own packs them
+// once per (batch, key/value head), and every query head of the group reads that copy.
+struct KvPacking {
+  std::size_t (*floats)(std::size_t kv_len, std::size_t head_dim) = nullptr;  // per head
+  void (*pack)(const float* k, const float* v, std::size_t kv_len, std::size_t head_dim,
+               float* packed) = nullptr;
+};
+
 struct Kernel {
-  std::string_view name;  // "strategy/backend[/isa]", e.g. "tiled/scalar"
+  std::string_view name;  // "strategy/backend[/isa]", e.g. "tiled/simd/avx2"
   Strategy strategy;
   bool (*available)();    // can this CPU run it?
-  ComputeRows compute;
+  ComputeRows compute;    // null for a dispatching entry
+  KvPacking packing = {};  // none: the kernel reads K and V as they are
+  // A dispatching entry ("tiled/simd") has no code of its own: it runs the first available
+  // registry kernel named "<name>/<isa>", the registry being in priority order.
+  bool dispatches = false;
 };
 
 // Every kernel, in priority order: the first available one is the default.
@@ -175,6 +188,9 @@ std::span<const Kernel> registry();
 const Kernel* find_kernel(std::string_view name);
 // The first available kernel of the registry.
 const Kernel& default_kernel();
+// The kernel that runs for `kernel` here: itself, or for a dispatching entry the best available
+// ISA variant (itself if none is available, which validate() then reports).
+const Kernel& resolve(const Kernel& kernel);
 std::string_view to_string(Strategy strategy);
 
 // ---------------------------------------------------------------------------------------------
@@ -191,8 +207,9 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
 
 // Computes O with `kernel` over every (batch, query head). Validates first (throws Error) and
 // allocates only after validation passes. `ws` supplies the scratch of the calling thread; its
-// peak_bytes() afterwards is the scratch the call needed (summed over worker threads).
-void attention(const Kernel& kernel, const Shape& shape, const Options& options,
+// peak_bytes() afterwards is the scratch the call needed (summed over worker threads, packed K
+// and V included). Returns the kernel that ran (resolve(kernel)).
+const Kernel& attention(const Kernel& kernel, const Shape& shape, const Options& options,
                const Tensors& tensors, Workspace& ws);
 
 // The scale a call uses: options.scale, or 1 / sqrt(head_dim) when it is unset.
@@ -201,6 +218,9 @@ float effective_scale(const Shape& shape, const Options& options);
 std::size_t worker_threads(const Options& options);
 // Bytes of one head's full query-by-key score matrix in float32, as a naive kernel materialises it.
 std::size_t naive_score_bytes(const Shape& shape);
+// Bytes of the packed K and V copy a call with `kernel` (resolved) makes: 0 for a kernel that reads
+// them in place, otherwise every (batch, key/value head) padded to whole cache lines.
+std::size_t packed_bytes(const Kernel& kernel, const Shape& shape);
 // Half of this machine's physical memory: the default naive memory budget.
 std::size_t default_memory_budget();
 

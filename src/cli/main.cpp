@@ -75,8 +75,10 @@ Shape shape_of(const std::string& q_name, const attnbench::npy::Array& q,
 
 int list_kernels() {
   for (const attnbench::Kernel& k : attnbench::registry()) {
-    std::printf("%-24s %s\n", std::string(k.name).c_str(),
-                k.available() ? "available" : "unavailable on this CPU");
+    const attnbench::Kernel& runs = attnbench::resolve(k);
+    std::string status = runs.available() ? "available" : "unavailable on this CPU";
+    if (&runs != &k) status += " (runs " + std::string(runs.name) + ")";
+    std::printf("%-24s %s\n", std::string(k.name).c_str(), status.c_str());
   }
   return 0;
 }
@@ -117,7 +119,7 @@ int run(const RunArgs& args) {
   std::vector<float> o(shape.q_elements());
   attnbench::Workspace ws;
   const auto start = std::chrono::steady_clock::now();
-  attnbench::attention(*kernel, shape, options, {q.data.data(), k.data.data(), v.data.data(), o.data()},
+  kernel = &attnbench::attention(*kernel, shape, options, {q.data.data(), k.data.data(), v.data.data(), o.data()},
                        ws);
   const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
   attnbench::npy::write(args.out, q.shape, o);

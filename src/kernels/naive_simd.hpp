@@ -1,0 +1,91 @@
+// naive/simd: the materialised score matrix with the same micro-kernels as tiled/simd, written
+// once over the xsimd architecture and instantiated per ISA by naive_simd_<isa>.cpp.
+//   pass 1, score:     S = Q K^T for every row and key (blocked so a key block stays in L2)
+//   pass 2, normalise: per row, in place: S *= scale with the max in the same sweep, then
+//                      P = exp(S - m) with the sum l in the second sweep
+//   pass 3, blend:     O = (P V) / l; dividing the d outputs by l instead of the n weights is the
+//                      same normalisation with n / d times fewer divisions.
+// Scratch: the rows x kv_len score matrix (rows padded to NR keys), l per row, and a Br x d
+// accumulator.
+#pragma once
+
+#include "kernels/simd_common.hpp"
+
+namespace attnbench::kernels {
+namespace {
+
+template <class Arch>
+struct NaiveSimd : Simd<Arch> {
+  using S = Simd<Arch>;
+  using S::Br;
+  using S::MR;
+
+  static void compute(const HeadProblem& head, RowRange rows, Workspace& ws) {
+    const std::size_t d = head.head_dim;
+    const std::size_t dp = S::padded_dim(d);
+    const std::size_t Bc = S::key_block(dp);
+    const std::size_t stride = S::padded_keys(head.kv_len);  // whole NR-wide tiles fit a row
+    const float* kt = head.kv_packed;
+    const float* v = S::packed_v(head.kv_packed, head.kv_len, d);
+    const std::size_t row_count = rows.end - rows.begin;
+    float* scores = ws.take<float>(row_count * stride);
+    float* l = ws.take<float>(row_count);
+    float* o_acc = ws.take<float>(Br * dp);
+
+    // Visit (block of Br rows, block of Bc keys, group of MR rows) in that order, skipping key
+    // blocks wholly above the causal diagonal; `body` sees the group's keys of the block.
+    auto for_each_tile = [&](auto&& begin_block, auto&& body, auto&& end_block) {
+      for (std::size_t i0 = rows.begin; i0 < rows.end; i0 += Br) {
+        const std::size_t br = min_of(Br, rows.end - i0);
+        begin_block(br);
+        const std::size_t last_key = head.visible_keys(i0 + br - 1);
+        for (std::size_t j0 = 0; j0 < last_key; j0 += Bc) {
+          const std::size_t bc = min_of(Bc, last_key - j0);
+          for (std::size_t g = 0; g < br; g += MR) {
+            const std::size_t mr = min_of(MR, br - g);
+            const auto keys = S::block_keys(head, i0 + g, mr, j0, bc);
+            if (keys.widest > 0) body(i0 + g, g, mr, j0, keys);
+          }
+        }
+        end_block(i0, br);
+      }
+    };
+    auto nothing = [](auto...) {};
+
+    // Pass 1, score: S = Q K^T.
+    for_each_tile(nothing,
+                  [&](std::size_t i, std::size_t, std::size_t mr, std::size_t j0, const auto& keys) {
+                    S::score_group(head.q + i * d, mr, d, kt + j0 * d, keys.widest,
+                                   scores + (i - rows.begin) * stride + j0, stride);
+                  },
+                  nothing);
+
+    // Pass 2, normalise, in place: P = exp(scale S - m), l = rowsum(P).
+    for (std::size_t r = 0; r < row_count; ++r) {
+      float* s = scores + r * stride;
+      const std::size_t count = head.visible_keys(rows.begin + r);
+      const float m = S::scale_and_max(s, count, head.scale);
+      l[r] = S::exp_and_sum(s, count, max_reference(m));
+    }
+
+    // Pass 3, blend: O = P V / l.
+    for_each_tile(
+        [&](std::size_t br) {
+          for (std::size_t x = 0; x < br * dp; ++x) o_acc[x] = 0.0f;
+        },
+        [&](std::size_t i, std::size_t g, std::size_t mr, std::size_t j0, const auto& keys) {
+          S::blend_group(mr, keys, scores + (i - rows.begin) * stride + j0, stride, v + j0 * dp,
+                         dp, nullptr, o_acc + g * dp);
+        },
+        [&](std::size_t i0, std::size_t br) {
+          for (std::size_t r = 0; r < br; ++r) {
+            const float row_l = l[i0 - rows.begin + r];
+            S::write_row(o_acc + r * dp, inverse_sum(row_l), row_l == 0.0f, d,
+                         head.o + (i0 + r) * d);
+          }
+        });
+  }
+};
+
+}  // namespace
+}  // namespace attnbench::kernels

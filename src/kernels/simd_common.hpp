@@ -1,0 +1,312 @@
+// The SIMD building blocks shared by naive/simd and tiled/simd, written once over the xsimd
+// architecture `Arch` and compiled per ISA by the small <strategy>_simd_<isa>.cpp files, which
+// alone get that ISA's compiler flags.
+//
+// Everything here has internal linkage (an unnamed namespace): each ISA's translation unit keeps
+// its own copy, so the linker can never hand the SSE path a function compiled for AVX-512. For the
+// same reason these helpers use no inline std:: algorithms.
+#pragma once
+
+#include <xsimd/xsimd.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/kernels.hpp"
+
+namespace attnbench::kernels {
+namespace {
+
+inline std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
+
+template <class Arch>
+struct Simd {
+  using batch = xsimd::batch<float, Arch>;
+  using ibatch = xsimd::batch<std::int32_t, Arch>;
+  static constexpr std::size_t W = batch::size;  // float lanes per vector
+
+  // The micro-tile: MR query rows x NR keys (for S = Q K^T) or MR rows x NR output columns (for
+  // O += P V). 6 x 2 vectors keeps 12 accumulators in registers, plus 2 for the streamed vectors
+  // and 1 for the broadcast: 15 of AVX2's 16 registers. 12 independent FMA chains also cover the
+  // FMA latency (4 cycles) times the 2 FMA ports with room to spare, so the loop is FMA-bound.
+  static constexpr std::size_t MR = 6;
+  static constexpr std::size_t NR = 2 * W;
+
+  // Br = 48 query rows (8 row groups) share each key block while it sits in L2: K and V then
+  // come from L3 once per 48 rows, 24 FLOPs per byte, far below what L3 can feed.
+  static constexpr std::size_t Br = 8 * MR;
+
+  // Bc: the key block's K^T and V (about 8 x d bytes per key) take at most 256 KiB, half of Zen
+  // 3's 512 KiB L2, leaving the rest for the accumulator, the Q rows and the score tile. Larger
+  // blocks mean fewer max/rescale steps per row; capped at 512 keys, where a 6 x Bc score tile
+  // (12 KiB) still sits in the 32 KiB L1 next to the streamed panels. A multiple of NR.
+  static std::size_t key_block(std::size_t dp) {
+    constexpr std::size_t kL2Budget = 256 * 1024;
+    std::size_t bc = 512;
+    while (bc > NR && bc * 8 * dp > kL2Budget) bc /= 2;
+    return bc;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Packing, once per (batch, key/value head)
+  // ---------------------------------------------------------------------------------------------
+  // NOTE: the packed head is K^T in panels of NR keys, each panel [head_dim][NR] (keys past kv_len
+  // are zero), followed by V with rows padded to a multiple of W columns (padding zero). The score
+  // micro-kernel then streams one aligned NR-wide row of a panel per step of the dot product, and
+  // the blend micro-kernel reads whole aligned vectors of V with no column tail.
+  static std::size_t padded_keys(std::size_t kv_len) { return round_up(kv_len, NR); }
+  static std::size_t padded_dim(std::size_t d) { return round_up(d, W); }
+  static std::size_t packed_floats(std::size_t kv_len, std::size_t d) {
+    return padded_keys(kv_len) * d + kv_len * padded_dim(d);
+  }
+  static const float* packed_v(const float* packed, std::size_t kv_len, std::size_t d) {
+    return packed + padded_keys(kv_len) * d;
+  }
+
+  static void pack(const float* k, const float* v, std::size_t kv_len, std::size_t d,
+                   float* packed) {
+    for (std::size_t j0 = 0; j0 < padded_keys(kv_len); j0 += NR) {
+      float* panel = packed + j0 * d;
+      for (std::size_t c = 0; c < d; ++c) {
+        for (std::size_t j = 0; j < NR; ++j) {
+          panel[c * NR + j] = j0 + j < kv_len ? k[(j0 + j) * d + c] : 0.0f;
+        }
+      }
+    }
+    const std::size_t dp = padded_dim(d);
+    float* pv = packed + padded_keys(kv_len) * d;
+    for (std::size_t j = 0; j < kv_len; ++j) {
+      for (std::size_t c = 0; c < dp; ++c) pv[j * dp + c] = c < d ? v[j * d + c] : 0.0f;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Micro-kernels
+  // ---------------------------------------------------------------------------------------------
+
+  // S[r][0..NR) = q_r . K^T for R query rows against one packed panel of NR keys (raw dot
+  // products; the scale is applied by the softmax pass).
+  template <std::size_t R>
+  static void score_tile(const float* q, std::size_t d, const float* panel, float* s,
+                         std::size_t s_stride) {
+    batch acc[R][2];
+#pragma GCC unroll 6
+    for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = batch(0.0f);
+    for (std::size_t c = 0; c < d; ++c) {
+      const batch k0 = batch::load_aligned(panel + c * NR);
+      const batch k1 = batch::load_aligned(panel + c * NR + W);
+#pragma GCC unroll 6
+      for (std::size_t r = 0; r < R; ++r) {
+        const batch a(q[r * d + c]);
+        acc[r][0] = xsimd::fma(a, k0, acc[r][0]);
+        acc[r][1] = xsimd::fma(a, k1, acc[r][1]);
+      }
+    }
+#pragma GCC unroll 6
+    for (std::size_t r = 0; r < R; ++r) {
+      acc[r][0].store_aligned(s + r * s_stride);
+      acc[r][1].store_aligned(s + r * s_stride + W);
+    }
+  }
+
+  // O[r][0..NV*W) = alpha_r * O[r] + sum_{j < keys} P[r][j] V[j] for R rows and NV vectors of
+  // output columns (the O tile lives in registers for the whole key loop). `alpha` null: no
+  // rescale.
+  template <std::size_t R, std::size_t NV>
+  static void blend_tile(const float* p, std::size_t p_stride, const float* v, std::size_t v_stride,
+                         std::size_t keys, const float* alpha, float* o, std::size_t o_stride) {
+    batch acc[R][NV];
+#pragma GCC unroll 6
+    for (std::size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+      for (std::size_t x = 0; x < NV; ++x) {
+        acc[r][x] = batch::load_aligned(o + r * o_stride + x * W);
+        if (alpha != nullptr) acc[r][x] *= batch(alpha[r]);  // O = O * exp(m_old - m_new)
+      }
+    }
+    for (std::size_t j = 0; j < keys; ++j) {
+      batch vj[NV];
+#pragma GCC unroll 2
+      for (std::size_t x = 0; x < NV; ++x) vj[x] = batch::load_aligned(v + j * v_stride + x * W);
+#pragma GCC unroll 6
+      for (std::size_t r = 0; r < R; ++r) {
+        const batch a(p[r * p_stride + j]);
+#pragma GCC unroll 2
+        for (std::size_t x = 0; x < NV; ++x) acc[r][x] = xsimd::fma(a, vj[x], acc[r][x]);  // O += P V
+      }
+    }
+#pragma GCC unroll 6
+    for (std::size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+      for (std::size_t x = 0; x < NV; ++x) acc[r][x].store_aligned(o + r * o_stride + x * W);
+    }
+  }
+
+  // score_tile for 1..MR rows, the count known only at run time (edge tiles).
+  static void score_rows(std::size_t rows, const float* q, std::size_t d, const float* panel,
+                         float* s, std::size_t s_stride) {
+    switch (rows) {
+      case 6: return score_tile<6>(q, d, panel, s, s_stride);
+      case 5: return score_tile<5>(q, d, panel, s, s_stride);
+      case 4: return score_tile<4>(q, d, panel, s, s_stride);
+      case 3: return score_tile<3>(q, d, panel, s, s_stride);
+      case 2: return score_tile<2>(q, d, panel, s, s_stride);
+      default: return score_tile<1>(q, d, panel, s, s_stride);
+    }
+  }
+
+  template <std::size_t R>
+  static void blend_columns(const float* p, std::size_t p_stride, const float* v, std::size_t dp,
+                            std::size_t keys, const float* alpha, float* o) {
+    std::size_t c = 0;
+    for (; c + NR <= dp; c += NR) blend_tile<R, 2>(p, p_stride, v + c, dp, keys, alpha, o + c, dp);
+    if (c < dp) blend_tile<R, 1>(p, p_stride, v + c, dp, keys, alpha, o + c, dp);  // one vector left
+  }
+
+  // O[rows][0..dp) (+)= P V over every padded column, for 1..MR rows.
+  static void blend_rows(std::size_t rows, const float* p, std::size_t p_stride, const float* v,
+                         std::size_t dp, std::size_t keys, const float* alpha, float* o) {
+    switch (rows) {
+      case 6: return blend_columns<6>(p, p_stride, v, dp, keys, alpha, o);
+      case 5: return blend_columns<5>(p, p_stride, v, dp, keys, alpha, o);
+      case 4: return blend_columns<4>(p, p_stride, v, dp, keys, alpha, o);
+      case 3: return blend_columns<3>(p, p_stride, v, dp, keys, alpha, o);
+      case 2: return blend_columns<2>(p, p_stride, v, dp, keys, alpha, o);
+      default: return blend_columns<1>(p, p_stride, v, dp, keys, alpha, o);
+    }
+  }
+
+  // The keys [j0, j0 + bc) that each of the mr rows starting at query row i sees:
+  // count[r] = clamp(visible_keys(i + r) - j0, 0, bc); `common` is their minimum, `widest` their
+  // maximum.
+  struct BlockKeys {
+    std::size_t count[MR];
+    std::size_t common;
+    std::size_t widest;
+  };
+  static BlockKeys block_keys(const HeadProblem& head, std::size_t i, std::size_t mr,
+                              std::size_t j0, std::size_t bc) {
+    BlockKeys keys{{}, bc, 0};
+    for (std::size_t r = 0; r < mr; ++r) {
+      const std::size_t visible = head.visible_keys(i + r);
+      keys.count[r] = visible <= j0 ? 0 : min_of(bc, visible - j0);
+      keys.common = min_of(keys.common, keys.count[r]);
+      keys.widest = keys.count[r] > keys.widest ? keys.count[r] : keys.widest;
+    }
+    return keys;
+  }
+
+  // S[0..mr)[0..widest) = Q K^T for the group's rows against the block's packed panels.
+  static void score_group(const float* q, std::size_t mr, std::size_t d, const float* kt_block,
+                          std::size_t widest, float* s, std::size_t s_stride) {
+    for (std::size_t p = 0; p < widest; p += NR) score_rows(mr, q, d, kt_block + p * d, s + p, s_stride);
+  }
+
+  // O = O * alpha + P V for the group: all rows over the keys they share, then each row's ragged
+  // tail alone, so that no row ever multiplies a key it does not see (a masked key's V may hold
+  // NaN, and 0 * NaN is NaN). Per row the FMAs run over keys in the same order either way.
+  static void blend_group(std::size_t mr, const BlockKeys& keys, const float* p, std::size_t p_stride,
+                          const float* v_block, std::size_t dp, const float* alpha, float* o_acc) {
+    if (keys.common > 0 || alpha != nullptr) {
+      blend_rows(mr, p, p_stride, v_block, dp, keys.common, alpha, o_acc);
+    }
+    for (std::size_t r = 0; r < mr; ++r) {
+      if (keys.count[r] > keys.common) {
+        blend_rows(1, p + r * p_stride + keys.common, p_stride, v_block + keys.common * dp, dp,
+                   keys.count[r] - keys.common, nullptr, o_acc + r * dp);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Softmax arithmetic
+  // ---------------------------------------------------------------------------------------------
+
+  // exp(x) for x <= 0, the only inputs softmax gives it (scores minus their max). Range
+  // reduction x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two constants so n ln2 is exact),
+  // exp(r) by Cephes' degree-5 polynomial in r (1 + r + r^2 P(r)), then 2^n built directly in
+  // the exponent bits. Below -87 the result would be subnormal: it and -inf flush to 0 (a weight
+  // under 2^-125 of the row max is far below float resolution). NaN stays NaN. Its error against
+  // double-precision exp is measured by simd_exp_test.
+  static batch exp(batch x) {
+    const batch n = xsimd::nearbyint(x * batch(1.44269504088896341f));  // round(x / ln2)
+    batch r = xsimd::fnma(n, batch(0.693359375f), x);                   // x - n ln2 (high part)
+    r = xsimd::fnma(n, batch(-2.12194440e-4f), r);                      // ... (low part)
+    batch poly = batch(1.9875691500e-4f);
+    poly = xsimd::fma(poly, r, batch(1.3981999507e-3f));
+    poly = xsimd::fma(poly, r, batch(8.3334519073e-3f));
+    poly = xsimd::fma(poly, r, batch(4.1665795894e-2f));
+    poly = xsimd::fma(poly, r, batch(1.6666665459e-1f));
+    poly = xsimd::fma(poly, r, batch(5.0000001201e-1f));
+    const batch exp_r = xsimd::fma(poly, r * r, r + batch(1.0f));
+    const ibatch biased = xsimd::to_int(n) + ibatch(127);  // 2^n: n + 127 in the exponent field
+    const batch two_n = xsimd::bitwise_cast<batch>(biased << 23);
+    return xsimd::select(x < batch(-87.0f), batch(0.0f), exp_r * two_n);
+  }
+
+  // Horizontal max and sum, for xsimd 8.1 (no reduce_max; its hadd uses the slow hadd
+  // instruction). Called once per row per block, after the vertical loop, so a store and a
+  // scalar tree are cheap enough. The max ignores NaN lanes like the scalar kernels' max.
+  static float hmax(batch x) {
+    alignas(64) float lanes[W];
+    x.store_aligned(lanes);
+    float m = lanes[0];
+    for (std::size_t i = 1; i < W; ++i) m = lanes[i] > m ? lanes[i] : m;
+    return m;
+  }
+  static float hsum(batch x) {
+    alignas(64) float lanes[W];
+    x.store_aligned(lanes);
+    for (std::size_t width = W / 2; width > 0; width /= 2) {  // pairwise: same order every call
+      for (std::size_t i = 0; i < width; ++i) lanes[i] += lanes[i + width];
+    }
+    return lanes[0];
+  }
+
+  // Lanes [0, count) of the vector starting at key `first` stay; the rest become -inf.
+  static batch mask_after(batch x, std::size_t first, std::size_t count) {
+    if (first + W <= count) return x;
+    alignas(64) static constexpr float kLane[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const batch lane = batch::load_aligned(kLane) + batch(static_cast<float>(first));
+    return xsimd::select(lane < batch(static_cast<float>(count)), x, batch(kMinusInf));
+  }
+
+  // One row of a score tile, in place: scale, mask keys past `count` to -inf, and return the max
+  // (fused in one pass). Touches ceil(count / W) vectors.
+  static float scale_and_max(float* s, std::size_t count, float scale) {
+    batch running = batch(kMinusInf);
+    for (std::size_t j = 0; j < count; j += W) {
+      const batch x = mask_after(batch::load_aligned(s + j) * batch(scale), j, count);
+      x.store_aligned(s + j);
+      running = xsimd::max(running, x);
+    }
+    return hmax(running);
+  }
+
+  // P = exp(S - m_ref) in place over the same vectors; returns the row sum of P.
+  static float exp_and_sum(float* s, std::size_t count, float m_ref) {
+    batch sum = batch(0.0f);
+    for (std::size_t j = 0; j < count; j += W) {
+      const batch p = exp(batch::load_aligned(s + j) - batch(m_ref));
+      p.store_aligned(s + j);
+      sum += p;
+    }
+    return hsum(sum);
+  }
+
+  // Output row = accumulator * inv_l over d columns (no padding), or zeros when inv_l is 0 and the
+  // row weighed nothing.
+  static void write_row(const float* acc, float inv_l, bool empty, std::size_t d, float* out) {
+    std::size_t c = 0;
+    for (; c + W <= d; c += W) {
+      const batch x = empty ? batch(0.0f) : batch::load_aligned(acc + c) * batch(inv_l);
+      x.store_unaligned(out + c);
+    }
+    for (; c < d; ++c) out[c] = empty ? 0.0f : acc[c] * inv_l;
+  }
+};
+
+}  // namespace
+}  // namespace attnbench::kernels

@@ -1,0 +1,86 @@
+// tiled/scalar and tiled/autovec: FlashAttention's online softmax. Query rows go in blocks of Br, keys in blocks of
+// Bc; each row keeps a running max m and running sum l, and its output accumulator (the O row
+// itself) is rescaled whenever m grows. Scratch is Br x Bc scores plus 2 x Br floats, whatever
+// kv_len is. Plain loops, compiled by tiled_scalar.cpp with auto-vectorisation off and by
+// tiled_autovec.cpp with it on (internal linkage keeps the copies apart).
+#pragma once
+
+#include "kernels/kernels.hpp"
+
+namespace attnbench::kernels {
+namespace {
+
+// Br x Bc tile: the Bc keys' K and V rows (2 x 64 x d x 4 bytes, 64 KiB at d = 128) are reused by
+// Br query rows while they sit in L2; the scalar loops gain nothing from larger tiles.
+constexpr std::size_t Br = 16;
+constexpr std::size_t Bc = 64;
+
+void tiled_loops(const HeadProblem& head, RowRange rows, Workspace& ws) {
+  const std::size_t d = head.head_dim;
+  float* S = ws.take<float>(Br * Bc);
+  float* m = ws.take<float>(Br);
+  float* l = ws.take<float>(Br);
+
+  for (std::size_t i0 = rows.begin; i0 < rows.end; i0 += Br) {
+    const std::size_t br = min_of(Br, rows.end - i0);  // edge tile: fewer rows
+    for (std::size_t r = 0; r < br; ++r) {
+      m[r] = kMinusInf;
+      l[r] = 0.0f;
+      for (std::size_t x = 0; x < d; ++x) head.o[(i0 + r) * d + x] = 0.0f;
+    }
+    // The block's last row sees the most keys; key blocks past them lie wholly above the causal
+    // diagonal and are skipped, not masked.
+    const std::size_t block_keys = head.visible_keys(i0 + br - 1);
+
+    for (std::size_t j0 = 0; j0 < block_keys; j0 += Bc) {
+      const std::size_t bc = min_of(Bc, block_keys - j0);  // edge tile: fewer keys
+      for (std::size_t r = 0; r < br; ++r) {
+        const std::size_t visible = head.visible_keys(i0 + r);
+        if (visible <= j0) continue;  // this row's keys end before the block
+        const std::size_t keys = min_of(bc, visible - j0);
+        const float* q = head.q + (i0 + r) * d;
+        float* s = S + r * Bc;
+        float* o = head.o + (i0 + r) * d;
+
+        // s = scale * q K_block^T; the block max in the same pass.
+        float block_max = kMinusInf;
+        for (std::size_t c = 0; c < keys; ++c) {
+          const float* k = head.k + (j0 + c) * d;
+          float dot = 0.0f;
+          for (std::size_t x = 0; x < d; ++x) dot += q[x] * k[x];
+          s[c] = head.scale * dot;
+          block_max = s[c] > block_max ? s[c] : block_max;
+        }
+
+        // O = O * exp(m_old - m_new) + P V,  l = l * exp(m_old - m_new) + rowsum(P)
+        const float m_new = block_max > m[r] ? block_max : m[r];
+        const float m_ref = max_reference(m_new);
+        if (m_new != m[r]) {  // rescale only when the max moved
+          const float alpha = scalar_exp(m[r] - m_ref);
+          l[r] *= alpha;
+          for (std::size_t x = 0; x < d; ++x) o[x] *= alpha;
+          m[r] = m_new;
+        }
+        for (std::size_t c = 0; c < keys; ++c) {
+          const float p = scalar_exp(s[c] - m_ref);
+          const float* v = head.v + (j0 + c) * d;
+          l[r] += p;
+          for (std::size_t x = 0; x < d; ++x) o[x] += p * v[x];
+        }
+      }
+    }
+
+    for (std::size_t r = 0; r < br; ++r) {
+      const float inv_l = inverse_sum(l[r]);
+      float* o = head.o + (i0 + r) * d;
+      if (l[r] == 0.0f) {
+        for (std::size_t x = 0; x < d; ++x) o[x] = 0.0f;  // nothing to weigh: a zero row, whatever V holds
+      } else {
+        for (std::size_t x = 0; x < d; ++x) o[x] *= inv_l;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnbench::kernels

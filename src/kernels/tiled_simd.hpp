@@ -1,0 +1,84 @@
+// tiled/simd: FlashAttention's online softmax with register-blocked micro-kernels, written once
+// over the xsimd architecture and instantiated per ISA by tiled_simd_<isa>.cpp.
+//
+// For a block of Br query rows, key blocks of Bc keys stream past; for each group of MR rows:
+//   S = Q K_block^T                      (score micro-kernel, MR x NR tiles)
+//   S *= scale, m_new = max(m, rowmax S)  (one pass)
+//   P = exp(S - m_new), l = l * exp(m - m_new) + rowsum P   (one pass)
+//   O = O * exp(m - m_new) + P V_block    (blend micro-kernel; the rescale fused into its load)
+// and at the end O /= l. Scratch: one MR x Bc score tile, the Br x d accumulator and 3 x Br
+// floats, whatever kv_len is; K and V are read from the packed copy the driver made once.
+#pragma once
+
+#include "kernels/simd_common.hpp"
+
+namespace attnbench::kernels {
+namespace {
+
+template <class Arch>
+struct TiledSimd : Simd<Arch> {
+  using S = Simd<Arch>;
+  using S::Br;
+  using S::MR;
+
+  static void compute(const HeadProblem& head, RowRange rows, Workspace& ws) {
+    const std::size_t d = head.head_dim;
+    const std::size_t dp = S::padded_dim(d);
+    const std::size_t Bc = S::key_block(dp);
+    const float* kt = head.kv_packed;  // K^T panels
+    const float* v = S::packed_v(head.kv_packed, head.kv_len, d);
+    float* s_tile = ws.take<float>(MR * Bc);
+    float* o_acc = ws.take<float>(Br * dp);
+    float* m = ws.take<float>(Br);
+    float* l = ws.take<float>(Br);
+    float* alpha = ws.take<float>(Br);
+
+    for (std::size_t i0 = rows.begin; i0 < rows.end; i0 += Br) {
+      const std::size_t br = min_of(Br, rows.end - i0);  // edge block: fewer rows
+      for (std::size_t r = 0; r < br; ++r) {
+        m[r] = kMinusInf;
+        l[r] = 0.0f;
+      }
+      for (std::size_t x = 0; x < br * dp; ++x) o_acc[x] = 0.0f;
+      // Key blocks past the last row's visible keys lie wholly above the causal diagonal: skipped.
+      const std::size_t last_key = head.visible_keys(i0 + br - 1);
+
+      for (std::size_t j0 = 0; j0 < last_key; j0 += Bc) {
+        const std::size_t bc = min_of(Bc, last_key - j0);  // edge block: fewer keys
+        for (std::size_t g = 0; g < br; g += MR) {
+          const std::size_t mr = min_of(MR, br - g);  // edge group: fewer rows
+          const auto keys = S::block_keys(head, i0 + g, mr, j0, bc);
+          if (keys.widest == 0) continue;  // no row of the group sees this block
+          S::score_group(head.q + (i0 + g) * d, mr, d, kt + j0 * d, keys.widest, s_tile, Bc);
+
+          bool rescale = false;
+          for (std::size_t r = 0; r < mr; ++r) {
+            float* s = s_tile + r * Bc;
+            float& m_r = m[g + r];
+            const float block_max = S::scale_and_max(s, keys.count[r], head.scale);
+            const float m_new = block_max > m_r ? block_max : m_r;
+            const float m_ref = max_reference(m_new);
+            alpha[r] = 1.0f;
+            if (m_new != m_r) {  // rescale only when the max moved
+              alpha[r] = scalar_exp(m_r - m_ref);
+              rescale = true;
+              m_r = m_new;
+            }
+            // l = l * exp(m_old - m_new) + rowsum(P)
+            l[g + r] = l[g + r] * alpha[r] + S::exp_and_sum(s, keys.count[r], m_ref);
+          }
+          // O = O * exp(m_old - m_new) + P V
+          S::blend_group(mr, keys, s_tile, Bc, v + j0 * dp, dp, rescale ? alpha : nullptr,
+                         o_acc + g * dp);
+        }
+      }
+
+      for (std::size_t r = 0; r < br; ++r) {
+        S::write_row(o_acc + r * dp, inverse_sum(l[r]), l[r] == 0.0f, d, head.o + (i0 + r) * d);
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace attnbench::kernels

@@ -1,0 +1,21 @@
+// tiled/simd/avx2: tiled_simd.hpp instantiated for AVX2 + FMA, and the packed K/V layout both SIMD
+// strategies read on it. This file alone is
+// compiled with -mavx2 -mfma. The arch is fma3<avx2>: plain xsimd::avx2 emits no FMA. (src/CMakeLists.txt)
+#include "kernels/tiled_simd.hpp"
+
+namespace attnbench::kernels {
+
+void tiled_simd_avx2(const HeadProblem& head, RowRange rows, Workspace& ws) {
+  TiledSimd<xsimd::fma3<xsimd::avx2>>::compute(head, rows, ws);
+}
+
+std::size_t simd_packed_floats_avx2(std::size_t kv_len, std::size_t head_dim) {
+  return Simd<xsimd::fma3<xsimd::avx2>>::packed_floats(kv_len, head_dim);
+}
+
+void simd_pack_avx2(const float* k, const float* v, std::size_t kv_len, std::size_t head_dim,
+                     float* packed) {
+  Simd<xsimd::fma3<xsimd::avx2>>::pack(k, v, kv_len, head_dim, packed);
+}
+
+}  // namespace attnbench::kernels

@@ -1,0 +1,21 @@
+// tiled/simd/avx512f: tiled_simd.hpp instantiated for AVX-512F, and the packed K/V layout both SIMD
+// strategies read on it. This file alone is
+// compiled with -mavx512f. (src/CMakeLists.txt)
+#include "kernels/tiled_simd.hpp"
+
+namespace attnbench::kernels {
+
+void tiled_simd_avx512f(const HeadProblem& head, RowRange rows, Workspace& ws) {
+  TiledSimd<xsimd::avx512f>::compute(head, rows, ws);
+}
+
+std::size_t simd_packed_floats_avx512f(std::size_t kv_len, std::size_t head_dim) {
+  return Simd<xsimd::avx512f>::packed_floats(kv_len, head_dim);
+}
+
+void simd_pack_avx512f(const float* k, const float* v, std::size_t kv_len, std::size_t head_dim,
+                     float* packed) {
+  Simd<xsimd::avx512f>::pack(k, v, kv_len, head_dim, packed);
+}
+
+}  // namespace attnbench::kernels
