@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "attnbench.hpp"
+#include "ceilings.hpp"
 
 namespace {
 
@@ -42,8 +43,15 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   const std::regex wanted(pattern);
 
-  std::printf("%-22s %6s %4s %3s %10s %10s %10s %8s %12s\n", "kernel", "n", "d", "thr",
-              "median_ms", "min_ms", "max_ms", "GFLOP/s", "scratch_B");
+  attnbench::Options run_options;
+  run_options.threads = threads;
+  run_options.causal = causal;
+  const std::size_t workers = attnbench::worker_threads(run_options);
+  const attnbench::bench::FmaPeak peak = attnbench::bench::measure_fma_peak(workers);
+  std::printf("# measured fp32 FMA peak on %zu thread(s): %.1f GFLOP/s (%s)\n", workers,
+              peak.gflops, peak.isa.c_str());
+  std::printf("%-22s %6s %4s %3s %10s %10s %10s %8s %6s %12s\n", "kernel", "n", "d", "thr",
+              "median_ms", "min_ms", "max_ms", "GFLOP/s", "%peak", "scratch_B");
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
   for (std::size_t d : dims) {
@@ -52,9 +60,7 @@ int main(int argc, char** argv) {
       std::vector<float> q(shape.q_elements()), k(shape.kv_elements()), v(shape.kv_elements()),
           o(shape.q_elements());
       for (auto* t : {&q, &k, &v}) std::generate(t->begin(), t->end(), [&] { return normal(rng); });
-      attnbench::Options options;
-      options.causal = causal;
-      options.threads = threads;
+      const attnbench::Options& options = run_options;
       for (const attnbench::Kernel& kernel : attnbench::registry()) {
         if (!kernel.available() || !std::regex_search(std::string(kernel.name), wanted)) continue;
         attnbench::Workspace ws;
@@ -73,9 +79,10 @@ int main(int argc, char** argv) {
         std::sort(ms.begin(), ms.end());
         const double median = ms[ms.size() / 2];
         const double gflops = 4.0 * scored_pairs(shape, causal) * double(d) / (median * 1e6);
-        std::printf("%-22s %6zu %4zu %3zu %10.3f %10.3f %10.3f %8.2f %12zu\n",
+        std::printf("%-22s %6zu %4zu %3zu %10.3f %10.3f %10.3f %8.2f %6.1f %12zu\n",
                     std::string(kernel.name).c_str(), n, d, attnbench::worker_threads(options),
-                    median, ms.front(), ms.back(), gflops, ws.peak_bytes());
+                    median, ms.front(), ms.back(), gflops, 100 * gflops / peak.gflops,
+                    ws.peak_bytes());
         std::fflush(stdout);
       }
     }

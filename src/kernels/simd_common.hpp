@@ -246,6 +246,18 @@ struct Simd {
     return xsimd::select(x < batch(-87.0f), batch(0.0f), exp_r * two_n);
   }
 
+  // y[i] = exp(x[i]) over an array (the tail through a padded vector): how tests reach exp.
+  static void exp_array(const float* x, float* y, std::size_t n) {
+    std::size_t i = 0;
+    for (; i + W <= n; i += W) exp(batch::load_unaligned(x + i)).store_unaligned(y + i);
+    if (i < n) {
+      alignas(64) float tail[W] = {};
+      for (std::size_t t = 0; t < n - i; ++t) tail[t] = x[i + t];
+      exp(batch::load_aligned(tail)).store_aligned(tail);
+      for (std::size_t t = 0; t < n - i; ++t) y[i + t] = tail[t];
+    }
+  }
+
   // Horizontal max and sum, for xsimd 8.1 (no reduce_max; its hadd uses the slow hadd
   // instruction). Called once per row per block, after the vertical loop, so a store and a
   // scalar tree are cheap enough. The max ignores NaN lanes like the scalar kernels' max.

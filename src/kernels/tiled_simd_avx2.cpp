@@ -18,4 +18,8 @@ void simd_pack_avx2(const float* k, const float* v, std::size_t kv_len, std::siz
   Simd<xsimd::fma3<xsimd::avx2>>::pack(k, v, kv_len, head_dim, packed);
 }
 
+void simd_exp_avx2(const float* x, float* y, std::size_t n) {
+  Simd<xsimd::fma3<xsimd::avx2>>::exp_array(x, y, n);
+}
+
 }  // namespace attnbench::kernels

@@ -18,4 +18,8 @@ void simd_pack_avx512f(const float* k, const float* v, std::size_t kv_len, std::
   Simd<xsimd::avx512f>::pack(k, v, kv_len, head_dim, packed);
 }
 
+void simd_exp_avx512f(const float* x, float* y, std::size_t n) {
+  Simd<xsimd::avx512f>::exp_array(x, y, n);
+}
+
 }  // namespace attnbench::kernels

@@ -18,4 +18,8 @@ void simd_pack_sse4_2(const float* k, const float* v, std::size_t kv_len, std::s
   Simd<xsimd::sse4_2>::pack(k, v, kv_len, head_dim, packed);
 }
 
+void simd_exp_sse4_2(const float* x, float* y, std::size_t n) {
+  Simd<xsimd::sse4_2>::exp_array(x, y, n);
+}
+
 }  // namespace attnbench::kernels

@@ -1,0 +1,134 @@
+// Machine ceilings: FMA peak from register-only FMA chains, bandwidth from a STREAM triad.
+#include "ceilings.hpp"
+
+#include <immintrin.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace attnbench::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Independent accumulator chains per thread. Zen 3 has 2 FMA pipes with a 4-cycle latency, so 8
+// chains keep both busy; 10 leave slack, and with the two constant operands fit AVX2's 16
+// registers without spilling.
+constexpr int kChains = 10;
+constexpr long kIterations = 20'000'000;
+volatile float sink;
+
+__attribute__((target("avx2,fma"))) double fma_chains_avx2(long iterations) {
+  __m256 acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm256_set1_ps(1.0f + 0.01f * k);
+  const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
+  for (long i = 0; i < iterations; ++i) {
+    for (int k = 0; k < kChains; ++k) acc[k] = _mm256_fmadd_ps(acc[k], x, y);
+  }
+  float sum = 0, lanes[8];
+  for (int k = 0; k < kChains; ++k) {
+    _mm256_storeu_ps(lanes, acc[k]);
+    sum += lanes[0];
+  }
+  sink = sum;  // keeps the chains live
+  return 2.0 * 8 * kChains * double(iterations);  // FLOPs: an FMA is 2 per lane
+}
+
+__attribute__((target("avx512f"))) double fma_chains_avx512f(long iterations) {
+  __m512 acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm512_set1_ps(1.0f + 0.01f * k);
+  const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
+  for (long i = 0; i < iterations; ++i) {
+    for (int k = 0; k < kChains; ++k) acc[k] = _mm512_fmadd_ps(acc[k], x, y);
+  }
+  float sum = 0;
+  for (int k = 0; k < kChains; ++k) sum += _mm512_reduce_add_ps(acc[k]);
+  sink = sum;
+  return 2.0 * 16 * kChains * double(iterations);
+}
+
+// Runs `work` on `threads` threads released together; returns the sum of their results divided
+// by the time until the last one finished.
+template <class Work>
+double rate_on_threads(std::size_t threads, Work work) {
+  std::vector<double> result(threads);
+  std::vector<Clock::time_point> end(threads);
+  std::barrier start(static_cast<std::ptrdiff_t>(threads) + 1);
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      start.arrive_and_wait();
+      result[t] = work();
+      end[t] = Clock::now();
+    });
+  }
+  const Clock::time_point begin = Clock::now();
+  start.arrive_and_wait();
+  for (auto& th : pool) th.join();
+  double total = 0;
+  for (double r : result) total += r;
+  const double seconds = std::chrono::duration<double>(*std::max_element(end.begin(), end.end()) - begin).count();
+  return total / seconds;
+}
+
+}  // namespace
+
+FmaPeak measure_fma_peak(std::size_t threads) {
+  FmaPeak best{0.0, "none"};
+  struct Variant {
+    const char* isa;
+    bool usable;
+    double (*chains)(long);
+  };
+  const Variant variants[] = {
+      {"avx2+fma", __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"), fma_chains_avx2},
+      {"avx512f", bool(__builtin_cpu_supports("avx512f")), fma_chains_avx512f}};
+  for (const Variant& v : variants) {
+    if (!v.usable) continue;
+    v.chains(kIterations / 20);  // warm up: clocks ramp, pages of code load
+    for (int rep = 0; rep < 3; ++rep) {
+      const double flops = rate_on_threads(threads, [&] { return v.chains(kIterations); });
+      if (flops / 1e9 > best.gflops) best = {flops / 1e9, v.isa};
+    }
+  }
+  return best;
+}
+
+double measure_triad_bandwidth(std::size_t threads) {
+  // 3 arrays of 32 Mi floats (384 MiB): twelve times a 32 MiB L3.
+  constexpr std::size_t n = std::size_t{1} << 25;
+  std::unique_ptr<float[]> a(new float[n]), b(new float[n]), c(new float[n]);
+  tbb::task_arena arena(static_cast<int>(threads));
+  auto triad = [&](float s) {
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, n / threads / 4),
+                        [&](const tbb::blocked_range<std::size_t>& r) {
+                          for (std::size_t i = r.begin(); i < r.end(); ++i) a[i] = b[i] + s * c[i];
+                        },
+                        tbb::static_partitioner());
+    });
+  };
+  arena.execute([&] {  // first touch by the threads that will use the pages
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, n / threads / 4),
+                      [&](const tbb::blocked_range<std::size_t>& r) {
+                        for (std::size_t i = r.begin(); i < r.end(); ++i) a[i] = b[i] = c[i] = 1.0f;
+                      },
+                      tbb::static_partitioner());
+  });
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = Clock::now();
+    triad(0.5f + 0.1f * float(rep));
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, 3.0 * sizeof(float) * double(n) / seconds / 1e9);
+  }
+  return best;
+}
+
+}  // namespace attnbench::bench

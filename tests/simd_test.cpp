@@ -1,0 +1,127 @@
+// The SIMD kernels' own promises: the vectorised exp's accuracy and special values on every ISA
+// this CPU runs, the dispatching entries picking the best ISA, and tiled/simd's error staying
+// within twice naive/scalar's on the same inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <xsimd/xsimd.hpp>
+
+#include "kernels/kernels.hpp"
+#include "oracle_support.hpp"
+
+namespace attnbench::testing {
+namespace {
+
+struct ExpIsa {
+  const char* kernel;  // a registry kernel of that ISA, for its availability check
+  void (*exp)(const float*, float*, std::size_t);
+};
+const ExpIsa kExpIsas[] = {{"tiled/simd/sse4.2", kernels::simd_exp_sse4_2},
+                           {"tiled/simd/avx2", kernels::simd_exp_avx2},
+                           {"tiled/simd/avx512f", kernels::simd_exp_avx512f}};
+
+class SimdExp : public ::testing::TestWithParam<ExpIsa> {};
+
+// Relative error in units of float's spacing at the true value (ulp).
+double ulp_error(float got, double want) {
+  const double ulp = std::ldexp(1.0, std::ilogb(want) - 23);
+  return std::fabs(double(got) - want) / ulp;
+}
+
+TEST_P(SimdExp, WithinThreeUlpOfDoubleExpOverSoftmaxRange) {
+  if (!find_kernel(GetParam().kernel)->available()) GTEST_SKIP() << "this CPU cannot run it";
+  // Every float in [-87, 0] at a stride that visits ~16 million of them, plus the ends.
+  std::vector<float> x;
+  for (float v = -87.0f; v < 0.0f; v = std::nextafter(v, 0.0f)) {
+    x.push_back(v);
+    std::uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    bits -= 67;  // skip ahead (towards zero) through the float encodings
+    std::memcpy(&v, &bits, 4);
+  }
+  x.push_back(0.0f);
+  x.push_back(-0.0f);
+  std::vector<float> y(x.size());
+  GetParam().exp(x.data(), y.data(), x.size());
+  double worst = 0;
+  float worst_at = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double e = ulp_error(y[i], std::exp(double(x[i])));
+    if (e > worst) worst = e, worst_at = x[i];
+  }
+  std::printf("exp %-20s %zu inputs in [-87, 0]: max error %.2f ulp at x = %.9g\n",
+              GetParam().kernel, x.size(), worst, worst_at);
+  // Cephes' polynomial is good to about 1 ulp on the reduced range; the reduction and the
+  // final multiply by 2^n add at most one rounding each.
+  EXPECT_LE(worst, 3.0);
+  EXPECT_EQ(y[x.size() - 1], 1.0f);
+}
+
+TEST_P(SimdExp, FlushesVeryNegativeAndKeepsNaN) {
+  if (!find_kernel(GetParam().kernel)->available()) GTEST_SKIP() << "this CPU cannot run it";
+  const float x[] = {-INFINITY, -1e30f, -200.0f, -87.5f, -88.0f, -103.0f, NAN, -86.9f, -1.0f};
+  float y[std::size(x)];
+  GetParam().exp(x, y, std::size(x));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y[i], 0.0f) << "exp(" << x[i] << ")";
+  EXPECT_TRUE(std::isnan(y[6]));
+  EXPECT_GT(y[7], 0.0f);
+  EXPECT_TRUE(std::isnormal(y[7]));
+  EXPECT_NEAR(y[8], std::exp(-1.0), 1e-7);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, SimdExp, ::testing::ValuesIn(kExpIsas), [](const auto& info) {
+  std::string name = info.param.kernel;
+  for (char& c : name) c = std::isalnum(c) ? c : '_';
+  return name;
+});
+
+TEST(Dispatch, PicksTheBestIsaThisCpuHas) {
+  const auto cpu = xsimd::available_architectures();
+  const char* best = cpu.avx512f ? "avx512f" : cpu.fma3_avx2 ? "avx2" : "sse4.2";
+  for (const char* strategy : {"tiled", "naive"}) {
+    const Kernel& dispatcher = *find_kernel(std::string(strategy) + "/simd");
+    ASSERT_TRUE(dispatcher.dispatches);
+    EXPECT_EQ(resolve(dispatcher).name, std::string(strategy) + "/simd/" + best);
+    // attention() returns the kernel that ran: the resolved one, or the forced one.
+    Problem p = random_problem({1, 1, 1, 5, 7, 3}, false, 1);
+    std::vector<float> o(p.shape.q_elements());
+    Workspace ws;
+    EXPECT_EQ(&attention(dispatcher, p.shape, p.options, p.tensors(o), ws), &resolve(dispatcher));
+    const Kernel& sse = *find_kernel(std::string(strategy) + "/simd/sse4.2");
+    EXPECT_EQ(&attention(sse, p.shape, p.options, p.tensors(o), ws), &sse);
+  }
+}
+
+// On the same inputs, the error of tiled/simd against the oracle is at most twice that of
+// naive/scalar: online softmax and a fast exp cost no accuracy that matters.
+TEST(Accuracy, TiledSimdWithinTwiceNaiveScalarError) {
+  const Kernel& tiled = resolve(*find_kernel("tiled/simd"));
+  const Kernel& naive = *find_kernel("naive/scalar");
+  double tiled_rms = 0, naive_rms = 0, tiled_max = 0, naive_max = 0;
+  std::size_t count = 0;
+  for (std::size_t d : {16, 64, 128}) {
+    for (bool causal : {false, true}) {
+      Problem p = random_problem({1, 2, 1, 500, 1500, d}, causal, std::uint32_t(d + causal));
+      const std::vector<double> ref = oracle(p);
+      Workspace ws;
+      const std::vector<float> a = run(tiled, p, ws), b = run(naive, p, ws);
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        const double ea = std::fabs(a[i] - ref[i]), eb = std::fabs(b[i] - ref[i]);
+        tiled_rms += ea * ea, naive_rms += eb * eb;
+        tiled_max = std::max(tiled_max, ea), naive_max = std::max(naive_max, eb);
+      }
+      count += ref.size();
+    }
+  }
+  tiled_rms = std::sqrt(tiled_rms / double(count));
+  naive_rms = std::sqrt(naive_rms / double(count));
+  std::printf("error vs oracle over %zu outputs: %s rms %.3g max %.3g; naive/scalar rms %.3g max %.3g\n",
+              count, std::string(tiled.name).c_str(), tiled_rms, tiled_max, naive_rms, naive_max);
+  EXPECT_LE(tiled_rms, 2 * naive_rms);
+  EXPECT_LE(tiled_max, 2 * naive_max);
+}
+
+}  // namespace
+}  // namespace attnbench::testing
