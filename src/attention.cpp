@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 #include "attnbench.hpp"
 
@@ -165,14 +168,39 @@ HeadProblem head_problem(const Shape& shape, float scale, bool causal, const Ten
                      causal,         packed ? packed + kv_index * packed_per_head : nullptr};
 }
 
-// Query rows per parallel task: enough tasks that every thread is busy on a single head
-// (four per thread absorbs uneven causal rows), few enough that per-task work dwarfs the
-// scheduling cost; a multiple of 48, the SIMD kernels' query block (8 groups of 6 rows), so
-// tasks hold whole blocks.
-std::size_t rows_per_task(std::size_t q_len, std::size_t threads) {
-  constexpr std::size_t kRows = 48;
-  const std::size_t target = (q_len + 4 * threads - 1) / (4 * threads);
-  return (target + kRows - 1) / kRows * kRows;
+// Query rows per parallel task: the SIMD kernels' query block (8 groups of 6 rows). Small enough
+// that a single head of moderate length makes many tasks, so work stealing balances two threads
+// to within one block; large enough that a task's work (48 x kv_len x d x 4 FLOPs) dwarfs the
+// cost of scheduling it.
+constexpr std::size_t kRowsPerTask = 48;
+
+// Decoding (few query rows, many keys) splits the keys into chunks of kKeyChunk, a multiple of
+// every kernel's key block, and merges the chunks' partial results by log-sum-exp. Whether to
+// split depends on the shape only, never on the thread count, so results stay bitwise equal
+// for every thread count.
+constexpr std::size_t kDecodeRows = kRowsPerTask;
+constexpr std::size_t kKeyChunk = 2048;
+
+bool splits_keys(const Kernel& kernel, const Shape& shape) {
+  return kernel.partial != nullptr && shape.q_len <= kDecodeRows && shape.kv_len >= 2 * kKeyChunk;
+}
+
+// O = sum_c exp(m_c - m) o_c / sum_c exp(m_c - m) l_c with m = max_c m_c, over the chunks' partial
+// results of one row, in chunk order.
+void merge_row(std::size_t chunks, std::size_t d, const PartialRows* parts, std::size_t row,
+               float* out) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (std::size_t c = 0; c < chunks; ++c) m = parts[c].m[row] > m ? parts[c].m[row] : m;
+  const float m_ref = m == -std::numeric_limits<float>::infinity() ? 0.0f : m;
+  float l = 0.0f;
+  for (std::size_t x = 0; x < d; ++x) out[x] = 0.0f;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const float weight = std::exp(parts[c].m[row] - m_ref);
+    l += parts[c].l[row] * weight;
+    for (std::size_t x = 0; x < d; ++x) out[x] += parts[c].o[row * d + x] * weight;
+  }
+  const float inv_l = l == 0.0f ? 0.0f : 1.0f / l;
+  for (std::size_t x = 0; x < d; ++x) out[x] = l == 0.0f ? 0.0f : out[x] * inv_l;
 }
 
 }  // namespace
@@ -182,61 +210,83 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   const Kernel& kernel = resolve(requested);
   validate(kernel, shape, options, tensors);
   const float scale = effective_scale(shape, options);
+  const std::size_t d = shape.head_dim;
   const std::size_t heads = shape.batch * shape.q_heads;
   const std::size_t kv_heads = shape.batch * shape.kv_heads;
   const std::size_t threads = worker_threads(options);
   ws.reset_peak();
   Workspace::Scope call(ws);
 
+  // Runs task(i, workspace) for i in [0, count): inline on the caller's workspace, or on the
+  // arena's threads, each with its own child workspace.
+  std::optional<tbb::task_arena> arena;
+  if (threads > 1) {
+    ws.reserve_workers(threads);
+    arena.emplace(static_cast<int>(threads));
+  }
+  auto run_tasks = [&](std::size_t count, auto&& task) {
+    if (!arena) {
+      for (std::size_t i = 0; i < count; ++i) task(i, ws);
+      return;
+    }
+    arena->execute([&] {
+      tbb::parallel_for(std::size_t{0}, count, [&](std::size_t i) {
+        task(i, ws.worker(static_cast<std::size_t>(tbb::this_task_arena::current_thread_index())));
+      });
+    });
+  };
+
   // Pack every (batch, key/value head) once; the query heads that share it all read the copy.
   float* packed = nullptr;
   std::size_t per_head = 0;
-  auto pack = [&](std::size_t kv_index) {
-    const std::size_t offset = kv_index * shape.kv_len * shape.head_dim;
-    kernel.packing.pack(tensors.k + offset, tensors.v + offset, shape.kv_len, shape.head_dim,
-                        packed + kv_index * per_head);
-  };
   if (kernel.packing.pack != nullptr) {
     per_head = packed_bytes(kernel, shape) / kv_heads / sizeof(float);
     packed = ws.take<float>(kv_heads * per_head);
+    run_tasks(kv_heads, [&](std::size_t kv, Workspace&) {
+      const std::size_t offset = kv * shape.kv_len * d;
+      kernel.packing.pack(tensors.k + offset, tensors.v + offset, shape.kv_len, d,
+                          packed + kv * per_head);
+    });
   }
   auto head = [&](std::size_t bh) {
     return head_problem(shape, scale, options.causal, tensors, packed, per_head,
                         bh / shape.q_heads, bh % shape.q_heads);
   };
 
-  if (threads == 1) {
-    for (std::size_t kv = 0; packed != nullptr && kv < kv_heads; ++kv) pack(kv);
-    for (std::size_t bh = 0; bh < heads; ++bh) {
-      Workspace::Scope scope(ws);
-      kernel.compute(head(bh), RowRange{0, shape.q_len}, ws);
+  if (splits_keys(kernel, shape)) {
+    // NOTE: task (head, chunk) leaves the chunk's (o, m, l) for every query row of the head; one
+    // merge per head then combines the chunks in order.
+    const std::size_t chunks = (shape.kv_len + kKeyChunk - 1) / kKeyChunk;
+    const std::size_t rows = shape.q_len;
+    float* buffer = ws.take<float>(heads * chunks * rows * (d + 2));
+    std::vector<PartialRows> parts(heads * chunks);
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+      float* base = buffer + p * rows * (d + 2);
+      parts[p] = PartialRows{base, base + rows * d, base + rows * (d + 1)};
     }
+    run_tasks(heads * chunks, [&](std::size_t t, Workspace& local) {
+      const std::size_t c = t % chunks;
+      Workspace::Scope scope(local);
+      kernel.partial(head(t / chunks), RowRange{0, rows},
+                     KeyRange{c * kKeyChunk, std::min((c + 1) * kKeyChunk, shape.kv_len)}, parts[t],
+                     local);
+    });
+    run_tasks(heads, [&](std::size_t bh, Workspace&) {
+      for (std::size_t i = 0; i < rows; ++i) merge_row(chunks, d, &parts[bh * chunks], i, head(bh).o + i * d);
+    });
     return kernel;
   }
 
-  // NOTE: every task is (batch, query head, block of query rows). Rows are independent, and a row's
-  // arithmetic does not depend on which task or thread computes it, so the output is the same for
-  // every thread count.
-  const std::size_t block = rows_per_task(shape.q_len, threads);
+  // NOTE: every task is (batch, query head, block of query rows); inline, a task is a whole head.
+  // Rows are independent, and a row's arithmetic does not depend on which task or thread
+  // computes it, so the output is the same for every thread count.
+  const std::size_t block = arena ? kRowsPerTask : shape.q_len;
   const std::size_t blocks_per_head = (shape.q_len + block - 1) / block;
-  ws.reserve_workers(threads);
-  tbb::task_arena arena(static_cast<int>(threads));
-  arena.execute([&] {
-    if (packed != nullptr) {
-      tbb::parallel_for(std::size_t{0}, kv_heads, [&](std::size_t kv) { pack(kv); });
-    }
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, heads * blocks_per_head),
-                      [&](const tbb::blocked_range<std::size_t>& tasks) {
-                        Workspace& local = ws.worker(static_cast<std::size_t>(
-                            tbb::this_task_arena::current_thread_index()));
-                        for (std::size_t t = tasks.begin(); t != tasks.end(); ++t) {
-                          const std::size_t first = (t % blocks_per_head) * block;
-                          Workspace::Scope scope(local);
-                          kernel.compute(head(t / blocks_per_head),
-                                         RowRange{first, std::min(first + block, shape.q_len)},
-                                         local);
-                        }
-                      });
+  run_tasks(heads * blocks_per_head, [&](std::size_t t, Workspace& local) {
+    const std::size_t first = (t % blocks_per_head) * block;
+    Workspace::Scope scope(local);
+    kernel.compute(head(t / blocks_per_head), RowRange{first, std::min(first + block, shape.q_len)},
+                   local);
   });
   return kernel;
 }

@@ -155,6 +155,21 @@ struct RowRange {
   std::size_t end;
 };
 
+// Keys [begin, end) of one head.
+struct KeyRange {
+  std::size_t begin;
+  std::size_t end;
+};
+
+// A tiled kernel's result for rows over part of the keys, before normalisation: per row the max
+// m of its scores there, l = sum_j exp(s_j - m) and o = sum_j exp(s_j - m) v_j (head_dim floats a
+// row). Results over disjoint key ranges merge exactly: rescale each by exp(m_part - m_max).
+struct PartialRows {
+  float* o;
+  float* m;
+  float* l;
+};
+
 enum class Strategy {
   naive,  // materialise the score matrix; three passes: score, normalise, blend
   tiled,  // online softmax over key blocks; scratch independent of kv_len
@@ -162,6 +177,9 @@ enum class Strategy {
 
 // A kernel computes the output rows `rows` of one head. It takes all scratch from `ws`.
 using ComputeRows = void (*)(const HeadProblem& head, RowRange rows, Workspace& ws);
+// The same over keys `keys` only (keys.begin a multiple of 2048), leaving a PartialRows.
+using ComputePartial = void (*)(const HeadProblem& head, RowRange rows, KeyRange keys,
+                                PartialRows out, Workspace& ws);
 
 // Optional step before compute: a kernel that streams K and V in a layout of its own packs them
 // once per (batch, key/value head), and every query head of the group reads that copy.
@@ -177,6 +195,7 @@ struct Kernel {
   bool (*available)();    // can this CPU run it?
   ComputeRows compute;    // null for a dispatching entry
   KvPacking packing = {};  // none: the kernel reads K and V as they are
+  ComputePartial partial = nullptr;  // tiled kernels: part of the keys, for split-key decoding
   // A dispatching entry ("tiled/simd") has no code of its own: it runs the first available
   // registry kernel named "<name>/<isa>", the registry being in priority order.
   bool dispatches = false;

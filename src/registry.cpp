@@ -31,19 +31,35 @@ constexpr KvPacking kPackAvx512f{kernels::simd_packed_floats_avx512f, kernels::s
 
 // A dispatching entry is available when its most widely supported variant (SSE4.2) is.
 constexpr std::array kRegistry = {
-    Kernel{"tiled/simd", Strategy::tiled, has_sse4_2, nullptr, {}, true},
-    Kernel{"tiled/simd/avx512f", Strategy::tiled, has_avx512f, kernels::tiled_simd_avx512f, kPackAvx512f},
-    Kernel{"tiled/simd/avx2", Strategy::tiled, has_avx2_fma, kernels::tiled_simd_avx2, kPackAvx2},
-    Kernel{"tiled/simd/sse4.2", Strategy::tiled, has_sse4_2, kernels::tiled_simd_sse4_2, kPackSse4_2},
-    Kernel{"naive/simd", Strategy::naive, has_sse4_2, nullptr, {}, true},
-    Kernel{"naive/simd/avx512f", Strategy::naive, has_avx512f, kernels::naive_simd_avx512f, kPackAvx512f},
-    Kernel{"naive/simd/avx2", Strategy::naive, has_avx2_fma, kernels::naive_simd_avx2, kPackAvx2},
-    Kernel{"naive/simd/sse4.2", Strategy::naive, has_sse4_2, kernels::naive_simd_sse4_2, kPackSse4_2},
-    Kernel{"tiled/autovec", Strategy::tiled, has_avx2_fma, kernels::tiled_autovec},
-    Kernel{"naive/autovec", Strategy::naive, has_avx2_fma, kernels::naive_autovec},
-    Kernel{"tiled/scalar", Strategy::tiled, everywhere, kernels::tiled_scalar},
-    Kernel{"naive/scalar", Strategy::naive, everywhere, kernels::naive_scalar},
+    Kernel{.name = "tiled/simd", .strategy = Strategy::tiled, .available = has_sse4_2,
+           .compute = nullptr, .dispatches = true},
+    Kernel{.name = "tiled/simd/avx512f", .strategy = Strategy::tiled, .available = has_avx512f,
+           .compute = kernels::tiled_simd_avx512f, .packing = kPackAvx512f,
+           .partial = kernels::tiled_simd_avx512f_partial},
+    Kernel{.name = "tiled/simd/avx2", .strategy = Strategy::tiled, .available = has_avx2_fma,
+           .compute = kernels::tiled_simd_avx2, .packing = kPackAvx2,
+           .partial = kernels::tiled_simd_avx2_partial},
+    Kernel{.name = "tiled/simd/sse4.2", .strategy = Strategy::tiled, .available = has_sse4_2,
+           .compute = kernels::tiled_simd_sse4_2, .packing = kPackSse4_2,
+           .partial = kernels::tiled_simd_sse4_2_partial},
+    Kernel{.name = "naive/simd", .strategy = Strategy::naive, .available = has_sse4_2,
+           .compute = nullptr, .dispatches = true},
+    Kernel{.name = "naive/simd/avx512f", .strategy = Strategy::naive, .available = has_avx512f,
+           .compute = kernels::naive_simd_avx512f, .packing = kPackAvx512f},
+    Kernel{.name = "naive/simd/avx2", .strategy = Strategy::naive, .available = has_avx2_fma,
+           .compute = kernels::naive_simd_avx2, .packing = kPackAvx2},
+    Kernel{.name = "naive/simd/sse4.2", .strategy = Strategy::naive, .available = has_sse4_2,
+           .compute = kernels::naive_simd_sse4_2, .packing = kPackSse4_2},
+    Kernel{.name = "tiled/autovec", .strategy = Strategy::tiled, .available = has_avx2_fma,
+           .compute = kernels::tiled_autovec, .partial = kernels::tiled_autovec_partial},
+    Kernel{.name = "naive/autovec", .strategy = Strategy::naive, .available = has_avx2_fma,
+           .compute = kernels::naive_autovec},
+    Kernel{.name = "tiled/scalar", .strategy = Strategy::tiled, .available = everywhere,
+           .compute = kernels::tiled_scalar, .partial = kernels::tiled_scalar_partial},
+    Kernel{.name = "naive/scalar", .strategy = Strategy::naive, .available = everywhere,
+           .compute = kernels::naive_scalar},
 };
+
 
 }  // namespace
 

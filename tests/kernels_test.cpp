@@ -9,6 +9,9 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <thread>
+
+#include <oneapi/tbb/task_arena.h>
 
 #include "oracle_support.hpp"
 
@@ -51,6 +54,12 @@ std::vector<Case> oracle_cases() {
       cases.push_back({{2, 6, kv_heads, 17, 65, 8}, causal, false});
       cases.push_back({{2, 6, kv_heads, 65, 33, 65}, causal, false});
     }
+    // Decoding: few queries, many keys, split into key chunks and merged by log-sum-exp (tiled
+    // kernels), chunk edges included (4097 keys: two chunks and one key).
+    cases.push_back({{1, 1, 1, 1, 5000, 64}, causal, false});
+    cases.push_back({{1, 1, 1, 3, 4097, 33}, causal, false});
+    cases.push_back({{2, 4, 2, 7, 6000, 16}, causal, false});
+    cases.push_back({{1, 1, 1, 1, 4100, 8}, causal, true});
     // Outliers that force the running max to move in every key block.
     for (std::size_t d : {3, 64, 128}) {
       for (auto [q, k] : {std::pair{17, 1000}, {200, 200}, {1, 127}}) {
@@ -269,15 +278,39 @@ TEST_P(EveryKernel, NaNAndInfLandWhereTheOracleHasThem) {
 
 TEST_P(EveryKernel, MultithreadedOutputIsBitwiseIdentical) {
   SKIP_IF_UNAVAILABLE(kernel());
-  Problem p = random_problem({1, 3, 1, 300, 257, 33}, true, 23);
-  Workspace ws;
-  const std::vector<float> serial = run(kernel(), p, ws);
-  for (std::size_t threads : {2, 3, 8}) {
-    p.options.threads = threads;
-    const std::vector<float> parallel = run(kernel(), p, ws);
-    EXPECT_EQ(0, std::memcmp(serial.data(), parallel.data(), serial.size() * sizeof(float)))
-        << threads << " threads";
+  // Row blocks of several heads (causal, uneven), and a decode shape whose keys are split.
+  for (const Shape& shape : {Shape{1, 3, 1, 300, 257, 33}, Shape{1, 2, 1, 2, 9000, 40}}) {
+    Problem p = random_problem(shape, true, 23);
+    Workspace ws;
+    const std::vector<float> serial = run(kernel(), p, ws);
+    for (std::size_t threads : {2, 3, 8}) {
+      p.options.threads = threads;
+      const std::vector<float> parallel = run(kernel(), p, ws);
+      EXPECT_EQ(0, std::memcmp(serial.data(), parallel.data(), serial.size() * sizeof(float)))
+          << threads << " threads, q_len " << shape.q_len;
+    }
   }
+}
+
+TEST_P(EveryKernel, ThreadedCallsWorkFromInsideAnArenaAndFromOtherThreads) {
+  SKIP_IF_UNAVAILABLE(kernel());
+  Problem p = random_problem({1, 2, 2, 100, 120, 16}, false, 31);
+  Workspace ws;
+  const std::vector<float> want = run(kernel(), p, ws);
+  p.options.threads = 2;
+  std::vector<float> in_arena, in_thread;
+  tbb::task_arena outer(2);
+  outer.execute([&] {  // the caller is itself a TBB worker
+    Workspace local;
+    in_arena = run(kernel(), p, local);
+  });
+  std::thread other([&] {
+    Workspace local;
+    in_thread = run(kernel(), p, local);
+  });
+  other.join();
+  EXPECT_EQ(in_arena, want);
+  EXPECT_EQ(in_thread, want);
 }
 
 TEST_P(EveryKernel, ScratchFollowsTheMemoryStrategy) {

@@ -15,6 +15,10 @@ void naive_scalar(const HeadProblem& head, RowRange rows, Workspace& ws);
 void tiled_scalar(const HeadProblem& head, RowRange rows, Workspace& ws);
 void naive_autovec(const HeadProblem& head, RowRange rows, Workspace& ws);
 void tiled_autovec(const HeadProblem& head, RowRange rows, Workspace& ws);
+void tiled_scalar_partial(const HeadProblem& head, RowRange rows, KeyRange keys, PartialRows out,
+                          Workspace& ws);
+void tiled_autovec_partial(const HeadProblem& head, RowRange rows, KeyRange keys, PartialRows out,
+                           Workspace& ws);
 
 // Explicit SIMD, written once in naive_simd.hpp and tiled_simd.hpp over the xsimd architecture,
 // instantiated by one file per strategy and ISA. Both strategies stream K and V from the same
@@ -25,6 +29,12 @@ void naive_simd_avx512f(const HeadProblem& head, RowRange rows, Workspace& ws);
 void tiled_simd_sse4_2(const HeadProblem& head, RowRange rows, Workspace& ws);
 void tiled_simd_avx2(const HeadProblem& head, RowRange rows, Workspace& ws);
 void tiled_simd_avx512f(const HeadProblem& head, RowRange rows, Workspace& ws);
+void tiled_simd_sse4_2_partial(const HeadProblem& head, RowRange rows, KeyRange keys,
+                              PartialRows out, Workspace& ws);
+void tiled_simd_avx2_partial(const HeadProblem& head, RowRange rows, KeyRange keys,
+                            PartialRows out, Workspace& ws);
+void tiled_simd_avx512f_partial(const HeadProblem& head, RowRange rows, KeyRange keys,
+                               PartialRows out, Workspace& ws);
 std::size_t simd_packed_floats_sse4_2(std::size_t kv_len, std::size_t head_dim);
 std::size_t simd_packed_floats_avx2(std::size_t kv_len, std::size_t head_dim);
 std::size_t simd_packed_floats_avx512f(std::size_t kv_len, std::size_t head_dim);

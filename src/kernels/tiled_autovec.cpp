@@ -4,6 +4,13 @@
 
 namespace attnbench::kernels {
 
-void tiled_autovec(const HeadProblem& head, RowRange rows, Workspace& ws) { tiled_loops(head, rows, ws); }
+void tiled_autovec(const HeadProblem& head, RowRange rows, Workspace& ws) {
+  tiled_loops(head, rows, KeyRange{0, head.kv_len}, nullptr, ws);
+}
+
+void tiled_autovec_partial(const HeadProblem& head, RowRange rows, KeyRange keys, PartialRows out,
+                        Workspace& ws) {
+  tiled_loops(head, rows, keys, &out, ws);
+}
 
 }  // namespace attnbench::kernels

@@ -15,36 +15,43 @@ namespace {
 constexpr std::size_t Br = 16;
 constexpr std::size_t Bc = 64;
 
-void tiled_loops(const HeadProblem& head, RowRange rows, Workspace& ws) {
+// Rows `rows` against keys `keys`. With `partial` null the normalised rows go to head.o;
+// otherwise the unnormalised accumulator and each row's (m, l) go to *partial.
+void tiled_loops(const HeadProblem& head, RowRange rows, KeyRange keys, const PartialRows* partial,
+                 Workspace& ws) {
   const std::size_t d = head.head_dim;
   float* S = ws.take<float>(Br * Bc);
   float* m = ws.take<float>(Br);
   float* l = ws.take<float>(Br);
+  // The accumulator of row i: the output row itself, or the partial result's row.
+  auto acc = [&](std::size_t i) {
+    return partial ? partial->o + (i - rows.begin) * d : head.o + i * d;
+  };
 
   for (std::size_t i0 = rows.begin; i0 < rows.end; i0 += Br) {
     const std::size_t br = min_of(Br, rows.end - i0);  // edge tile: fewer rows
     for (std::size_t r = 0; r < br; ++r) {
       m[r] = kMinusInf;
       l[r] = 0.0f;
-      for (std::size_t x = 0; x < d; ++x) head.o[(i0 + r) * d + x] = 0.0f;
+      for (std::size_t x = 0; x < d; ++x) acc(i0 + r)[x] = 0.0f;
     }
     // The block's last row sees the most keys; key blocks past them lie wholly above the causal
     // diagonal and are skipped, not masked.
-    const std::size_t block_keys = head.visible_keys(i0 + br - 1);
+    const std::size_t last_key = min_of(head.visible_keys(i0 + br - 1), keys.end);
 
-    for (std::size_t j0 = 0; j0 < block_keys; j0 += Bc) {
-      const std::size_t bc = min_of(Bc, block_keys - j0);  // edge tile: fewer keys
+    for (std::size_t j0 = keys.begin; j0 < last_key; j0 += Bc) {
+      const std::size_t bc = min_of(Bc, last_key - j0);  // edge tile: fewer keys
       for (std::size_t r = 0; r < br; ++r) {
         const std::size_t visible = head.visible_keys(i0 + r);
         if (visible <= j0) continue;  // this row's keys end before the block
-        const std::size_t keys = min_of(bc, visible - j0);
+        const std::size_t count = min_of(bc, visible - j0);
         const float* q = head.q + (i0 + r) * d;
         float* s = S + r * Bc;
-        float* o = head.o + (i0 + r) * d;
+        float* o = acc(i0 + r);
 
         // s = scale * q K_block^T; the block max in the same pass.
         float block_max = kMinusInf;
-        for (std::size_t c = 0; c < keys; ++c) {
+        for (std::size_t c = 0; c < count; ++c) {
           const float* k = head.k + (j0 + c) * d;
           float dot = 0.0f;
           for (std::size_t x = 0; x < d; ++x) dot += q[x] * k[x];
@@ -61,7 +68,7 @@ void tiled_loops(const HeadProblem& head, RowRange rows, Workspace& ws) {
           for (std::size_t x = 0; x < d; ++x) o[x] *= alpha;
           m[r] = m_new;
         }
-        for (std::size_t c = 0; c < keys; ++c) {
+        for (std::size_t c = 0; c < count; ++c) {
           const float p = scalar_exp(s[c] - m_ref);
           const float* v = head.v + (j0 + c) * d;
           l[r] += p;
@@ -71,11 +78,14 @@ void tiled_loops(const HeadProblem& head, RowRange rows, Workspace& ws) {
     }
 
     for (std::size_t r = 0; r < br; ++r) {
-      const float inv_l = inverse_sum(l[r]);
-      float* o = head.o + (i0 + r) * d;
-      if (l[r] == 0.0f) {
+      float* o = acc(i0 + r);
+      if (partial) {
+        partial->m[i0 + r - rows.begin] = m[r];
+        partial->l[i0 + r - rows.begin] = l[r];
+      } else if (l[r] == 0.0f) {
         for (std::size_t x = 0; x < d; ++x) o[x] = 0.0f;  // nothing to weigh: a zero row, whatever V holds
       } else {
+        const float inv_l = inverse_sum(l[r]);
         for (std::size_t x = 0; x < d; ++x) o[x] *= inv_l;
       }
     }

@@ -21,7 +21,11 @@ struct TiledSimd : Simd<Arch> {
   using S::Br;
   using S::MR;
 
-  static void compute(const HeadProblem& head, RowRange rows, Workspace& ws) {
+  // Rows `rows` against keys `keys` (keys.begin a multiple of the key block). With `partial` null
+  // the normalised rows go to head.o; otherwise the unnormalised accumulator and each row's
+  // (m, l) go to *partial.
+  static void compute(const HeadProblem& head, RowRange rows, KeyRange keys,
+                      const PartialRows* partial, Workspace& ws) {
     const std::size_t d = head.head_dim;
     const std::size_t dp = S::padded_dim(d);
     const std::size_t Bc = S::key_block(dp);
@@ -41,21 +45,21 @@ struct TiledSimd : Simd<Arch> {
       }
       for (std::size_t x = 0; x < br * dp; ++x) o_acc[x] = 0.0f;
       // Key blocks past the last row's visible keys lie wholly above the causal diagonal: skipped.
-      const std::size_t last_key = head.visible_keys(i0 + br - 1);
+      const std::size_t last_key = min_of(head.visible_keys(i0 + br - 1), keys.end);
 
-      for (std::size_t j0 = 0; j0 < last_key; j0 += Bc) {
+      for (std::size_t j0 = keys.begin; j0 < last_key; j0 += Bc) {
         const std::size_t bc = min_of(Bc, last_key - j0);  // edge block: fewer keys
         for (std::size_t g = 0; g < br; g += MR) {
           const std::size_t mr = min_of(MR, br - g);  // edge group: fewer rows
-          const auto keys = S::block_keys(head, i0 + g, mr, j0, bc);
-          if (keys.widest == 0) continue;  // no row of the group sees this block
-          S::score_group(head.q + (i0 + g) * d, mr, d, kt + j0 * d, keys.widest, s_tile, Bc);
+          const auto seen = S::block_keys(head, i0 + g, mr, j0, bc);
+          if (seen.widest == 0) continue;  // no row of the group sees this block
+          S::score_group(head.q + (i0 + g) * d, mr, d, kt + j0 * d, seen.widest, s_tile, Bc);
 
           bool rescale = false;
           for (std::size_t r = 0; r < mr; ++r) {
             float* s = s_tile + r * Bc;
             float& m_r = m[g + r];
-            const float block_max = S::scale_and_max(s, keys.count[r], head.scale);
+            const float block_max = S::scale_and_max(s, seen.count[r], head.scale);
             const float m_new = block_max > m_r ? block_max : m_r;
             const float m_ref = max_reference(m_new);
             alpha[r] = 1.0f;
@@ -65,16 +69,23 @@ struct TiledSimd : Simd<Arch> {
               m_r = m_new;
             }
             // l = l * exp(m_old - m_new) + rowsum(P)
-            l[g + r] = l[g + r] * alpha[r] + S::exp_and_sum(s, keys.count[r], m_ref);
+            l[g + r] = l[g + r] * alpha[r] + S::exp_and_sum(s, seen.count[r], m_ref);
           }
           // O = O * exp(m_old - m_new) + P V
-          S::blend_group(mr, keys, s_tile, Bc, v + j0 * dp, dp, rescale ? alpha : nullptr,
+          S::blend_group(mr, seen, s_tile, Bc, v + j0 * dp, dp, rescale ? alpha : nullptr,
                          o_acc + g * dp);
         }
       }
 
       for (std::size_t r = 0; r < br; ++r) {
-        S::write_row(o_acc + r * dp, inverse_sum(l[r]), l[r] == 0.0f, d, head.o + (i0 + r) * d);
+        if (partial) {
+          const std::size_t at = i0 + r - rows.begin;
+          for (std::size_t x = 0; x < d; ++x) partial->o[at * d + x] = o_acc[r * dp + x];
+          partial->m[at] = m[r];
+          partial->l[at] = l[r];
+        } else {
+          S::write_row(o_acc + r * dp, inverse_sum(l[r]), l[r] == 0.0f, d, head.o + (i0 + r) * d);
+        }
       }
     }
   }

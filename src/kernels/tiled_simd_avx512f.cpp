@@ -6,7 +6,12 @@
 namespace attnbench::kernels {
 
 void tiled_simd_avx512f(const HeadProblem& head, RowRange rows, Workspace& ws) {
-  TiledSimd<xsimd::avx512f>::compute(head, rows, ws);
+  TiledSimd<xsimd::avx512f>::compute(head, rows, KeyRange{0, head.kv_len}, nullptr, ws);
+}
+
+void tiled_simd_avx512f_partial(const HeadProblem& head, RowRange rows, KeyRange keys,
+                             PartialRows out, Workspace& ws) {
+  TiledSimd<xsimd::avx512f>::compute(head, rows, keys, &out, ws);
 }
 
 std::size_t simd_packed_floats_avx512f(std::size_t kv_len, std::size_t head_dim) {

@@ -1,0 +1,187 @@
+// attnbench demos: the attention module's six experiments, each computed with the project's own
+// kernels, so a reader can watch each claim happen.
+//
+//   softmax     naive exp/sum overflows on (1000, 999, 998); the stable softmax does not
+//   bottleneck  one mean-pooled summary cannot retrieve a position; attention can
+//   alignment   "le chat noir" -> "the black cat": the weights cross
+//   quadratic   the naive score matrix grows as n^2; the tiled kernel's scratch does not
+//   order       without positions attention is blind to word order; with them it is not
+//   uniform     equal scores give equal weights and the plain mean of the values
+//
+// Each demo is one function returning a result struct with its numbers; print() writes it as a
+// small table, to_json() as the JSON object a report script draws from. Tests assert each
+// demo's claim on the structs (tests/demo_test.cpp).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attnbench.hpp"
+
+namespace attnbench::demo {
+
+// The demos in the order `attnbench demo all` runs them.
+std::span<const std::string_view> names();
+
+// The first registry kernel of `strategy` that runs on this CPU (registry order is priority order),
+// e.g. naive/simd for the quadratic demo's score matrix.
+const Kernel& best_kernel(Strategy strategy);
+
+// ---------------------------------------------------------------------------------------------
+// softmax
+// ---------------------------------------------------------------------------------------------
+
+struct SoftmaxResult {
+  std::string kernel;                     // the kernel that computed the stable weights
+  std::array<float, 3> large{};           // logits (1000, 999, 998)
+  std::array<float, 3> naive_exp{};       // exp(logit) in float: all +inf
+  float naive_sum = 0;                    // their sum: +inf
+  std::array<float, 3> naive_weights{};   // exp / sum: inf / inf = NaN
+  std::array<float, 3> stable_large{};    // the kernel's weights for (1000, 999, 998)
+  std::array<float, 3> small{};           // logits (2, 1, 0)
+  std::array<float, 3> stable_small{};    // the kernel's weights for (2, 1, 0)
+  std::array<float, 3> worked{};          // the worked example's logits (2.1, 0.4, 1.3)
+  std::array<float, 3> worked_weights{};  // -> (0.61, 0.11, 0.28)
+  // The sharpening claim on the worked example's first and third logits: 2.1 / 1.3 = 1.6 in
+  // score becomes 0.61 / 0.28 = exp(0.8) = 2.2 in weight.
+  float score_ratio = 0;
+  float weight_ratio = 0;
+};
+SoftmaxResult softmax(const Kernel& kernel = default_kernel());
+
+// ---------------------------------------------------------------------------------------------
+// bottleneck
+// ---------------------------------------------------------------------------------------------
+
+struct BottleneckRow {
+  std::size_t n = 0;           // keys and values
+  double mean_pooled = 0;      // mean over positions and seeds of |summary - v_p| / |v_p|
+  double attention = 0;        // the same for attention with query = sharpness * k_p
+  double attention_worst = 0;  // the largest single attention error
+};
+struct BottleneckResult {
+  std::string kernel;
+  std::size_t dim = 0;    // of keys and values
+  std::size_t seeds = 0;  // random problems per n; every position of each is retrieved
+  float sharpness = 0;    // query = sharpness * key (keys have unit length)
+  std::vector<BottleneckRow> rows;
+};
+BottleneckResult bottleneck(const Kernel& kernel = default_kernel(),
+                            std::vector<std::size_t> ns = {5, 25, 200});
+
+// ---------------------------------------------------------------------------------------------
+// alignment
+// ---------------------------------------------------------------------------------------------
+
+struct AlignmentResult {
+  std::string kernel;
+  std::array<std::string, 3> source{};  // keys: "le", "chat", "noir"
+  std::array<std::string, 3> target{};  // queries: "the", "black", "cat"
+  std::array<std::array<float, 3>, 3> source_embedding{};
+  std::array<std::array<float, 3>, 3> target_embedding{};
+  std::array<std::array<float, 3>, 3> weights{};  // [target][source]; each row sums to 1
+  std::array<std::size_t, 3> aligned{};           // argmax source of each target word
+};
+AlignmentResult alignment(const Kernel& kernel = default_kernel());
+
+// ---------------------------------------------------------------------------------------------
+// quadratic
+// ---------------------------------------------------------------------------------------------
+
+struct QuadraticRow {
+  std::size_t n = 0;                // q_len = kv_len
+  bool measured = false;            // false: extrapolated from the fits
+  double score_matrix_bytes = 0;    // n^2 * 4, exact
+  double naive_scratch_bytes = 0;   // measured Workspace::peak_bytes() (0 if extrapolated)
+  double naive_ms = 0;              // median of `reps` calls, or the fit's value
+  double tiled_scratch_bytes = 0;   // measured, or the fit's value
+  double tiled_ms = 0;              // one call (0 if extrapolated)
+};
+struct QuadraticResult {
+  std::string naive_kernel;
+  std::string tiled_kernel;
+  std::size_t head_dim = 0;
+  std::size_t reps = 0;
+  // log(naive_ms) = time_log_intercept + time_exponent * log(n), least squares over the measured n.
+  double time_exponent = 0;
+  double time_log_intercept = 0;
+  // tiled_scratch_bytes = tiled_bytes_fixed + tiled_bytes_per_key * n, least squares.
+  double tiled_bytes_fixed = 0;
+  double tiled_bytes_per_key = 0;
+  std::vector<QuadraticRow> rows;  // the measured n, then the extrapolated ones
+};
+QuadraticResult quadratic(const Kernel& naive = best_kernel(Strategy::naive),
+                          const Kernel& tiled = best_kernel(Strategy::tiled),
+                          std::vector<std::size_t> measured = {128, 512, 2048, 8192},
+                          std::vector<std::size_t> extrapolated = {128000},
+                          std::size_t head_dim = 64, std::size_t reps = 3);
+
+// ---------------------------------------------------------------------------------------------
+// order
+// ---------------------------------------------------------------------------------------------
+
+struct OrderCase {
+  std::vector<float> pooled_a;  // mean over output rows, sentence a
+  std::vector<float> pooled_b;  // the same, sentence b
+  double max_difference = 0;    // max |pooled_a - pooled_b|
+};
+struct OrderResult {
+  std::string kernel;
+  std::array<std::string, 3> sentence_a{};  // "dog bites man"
+  std::array<std::string, 3> sentence_b{};  // "man bites dog"
+  std::size_t dim = 0;
+  OrderCase without_positions;  // self-attention over the word embeddings: equal (to rounding)
+  OrderCase with_positions;     // the same plus sinusoidal position encodings: different
+};
+OrderResult order(const Kernel& kernel = default_kernel());
+
+// ---------------------------------------------------------------------------------------------
+// uniform
+// ---------------------------------------------------------------------------------------------
+
+struct UniformCase {
+  std::string how;             // "scale 0" or "identical keys"
+  std::vector<float> weights;  // one query's weights over the keys: all 1/n
+  std::vector<float> output;   // its output
+  std::vector<float> mean;     // the plain mean of the values (in double, rounded)
+  double max_difference = 0;   // max |output - mean|
+};
+struct UniformResult {
+  std::string kernel;
+  std::size_t n = 0, dim = 0;
+  std::vector<UniformCase> cases;
+};
+UniformResult uniform(const Kernel& kernel = default_kernel());
+
+// ---------------------------------------------------------------------------------------------
+// Printing, JSON, and the command
+// ---------------------------------------------------------------------------------------------
+
+void print(const SoftmaxResult& r, std::FILE* out);
+void print(const BottleneckResult& r, std::FILE* out);
+void print(const AlignmentResult& r, std::FILE* out);
+void print(const QuadraticResult& r, std::FILE* out);
+void print(const OrderResult& r, std::FILE* out);
+void print(const UniformResult& r, std::FILE* out);
+
+nlohmann::json to_json(const SoftmaxResult& r);
+nlohmann::json to_json(const BottleneckResult& r);
+nlohmann::json to_json(const AlignmentResult& r);
+nlohmann::json to_json(const QuadraticResult& r);
+nlohmann::json to_json(const OrderResult& r);
+nlohmann::json to_json(const UniformResult& r);
+
+// `attnbench demo NAME [--json FILE]`: runs one demo (or every one for "all"), prints each to
+// `out` and, if json_path is not empty, writes {"demos": {NAME: {...}, ...}} there (atomically:
+// a temporary name, then renamed). Throws attnbench::Error for an unknown name or a file that
+// cannot be written.
+int run(std::string_view name, const std::string& json_path, std::FILE* out);
+
+}  // namespace attnbench::demo
