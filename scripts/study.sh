@@ -1,16 +1,42 @@
 #!/usr/bin/env bash
-# The study: Release build, then every available kernel timed over a matrix of sequence lengths
-# and head dims (median of repeated calls), printed as a table and saved under reports/runs/.
-#   scripts/study.sh [--n 256,1024,4096] [--d 64,128] [--threads 1] [--reps 5] [--kernel REGEX]
-# (Arguments go to build/bin/attnbench_time; the Google Benchmark suite will replace this body.)
+# The study: set-up if needed, Release build, the benchmark matrix, then the report.
+#   scripts/study.sh [--preset quick|full] [--out DIR] [--filter REGEX] [-- google-benchmark flags]
+# quick: the CI preset (a few minutes on 2 cores); full: the workstation study.
+# Results: Google Benchmark's JSON in DIR/results.json (default reports/runs/<date>-<host>/), so
+# two runs compare with compare.py (see README); the report is written next to it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+preset=quick
+out=""
+filter=""
+extra=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --preset) preset="${2:?--preset needs quick or full}"; shift 2 ;;
+    --out) out="${2:?--out needs a directory}"; shift 2 ;;
+    --filter) filter="${2:?--filter needs a regex}"; shift 2 ;;
+    --) shift; extra=("$@"); break ;;
+    *) echo "study.sh: unknown argument '$1' (--preset quick|full, --out DIR, --filter REGEX)" >&2; exit 2 ;;
+  esac
+done
+case "$preset" in quick|full) ;; *) echo "study.sh: --preset $preset: expected quick or full" >&2; exit 2 ;; esac
+out="${out:-reports/runs/$(date +%Y-%m-%d)-$(hostname -s)-$preset}"
+
 scripts/setup.sh --check >/dev/null || scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$(nproc)" --target attnbench_time
+cmake --build build -j "$(nproc)" --target attnbench_bench attnbench_cli
 
-out="reports/runs/$(date +%Y-%m-%d)-$(hostname -s)"
 mkdir -p "$out"
-echo "study: $(nproc) cores; results in $out/time_kernels.txt"
-build/bin/attnbench_time --n 256,1024,2048 --d 64,128 "$@" | tee "$out/time_kernels.txt"
+echo "study: preset $preset, $(nproc) cores, results in $out/results.json"
+start=$(date +%s)
+build/bin/attnbench_bench --preset="$preset" \
+  ${filter:+--benchmark_filter="$filter"} \
+  --benchmark_report_aggregates_only=true \
+  --benchmark_out="$out/results.json" --benchmark_out_format=json \
+  "${extra[@]}" | tee "$out/console.txt"
+echo "study: benchmark took $(( $(date +%s) - start )) s"
+
+if [[ -f scripts/report/report.py ]]; then
+  /usr/bin/python3 scripts/report/report.py "$out"
+fi

@@ -54,6 +54,8 @@ constexpr std::array kRegistry = {
            .compute = kernels::tiled_autovec, .partial = kernels::tiled_autovec_partial},
     Kernel{.name = "naive/autovec", .strategy = Strategy::naive, .available = has_avx2_fma,
            .compute = kernels::naive_autovec},
+    Kernel{.name = "naive/openblas", .strategy = Strategy::naive, .available = everywhere,
+           .compute = kernels::naive_openblas},
     Kernel{.name = "tiled/scalar", .strategy = Strategy::tiled, .available = everywhere,
            .compute = kernels::tiled_scalar, .partial = kernels::tiled_scalar_partial},
     Kernel{.name = "naive/scalar", .strategy = Strategy::naive, .available = everywhere,

@@ -227,8 +227,10 @@ TEST_P(EveryKernel, PermutingQueriesPermutesOutputRows) {
   const std::vector<float> b = run(kernel(), permuted, ws);
   for (std::size_t i = 0; i < shape.q_len; ++i) {
     for (std::size_t c = 0; c < 19; ++c) {
-      // Each row is computed on its own, so the row lands where its query went, to the bit.
-      EXPECT_EQ(b[i * 19 + c], a[order[i] * 19 + c]) << "row " << i << " col " << c;
+      // Our kernels compute each row on its own, so rows match to the bit; a BLAS may round a row
+      // differently at another position of its tile, so the test allows twice the oracle bound.
+      EXPECT_NEAR(b[i * 19 + c], a[order[i] * 19 + c], 2 * row_bound(p, 0, 0, order[i]))
+          << "row " << i << " col " << c;
     }
   }
 }

@@ -20,6 +20,9 @@ void tiled_scalar_partial(const HeadProblem& head, RowRange rows, KeyRange keys,
 void tiled_autovec_partial(const HeadProblem& head, RowRange rows, KeyRange keys, PartialRows out,
                            Workspace& ws);
 
+// The baseline: the naive steps with OpenBLAS's sgemm for both products.
+void naive_openblas(const HeadProblem& head, RowRange rows, Workspace& ws);
+
 // Explicit SIMD, written once in naive_simd.hpp and tiled_simd.hpp over the xsimd architecture,
 // instantiated by one file per strategy and ISA. Both strategies stream K and V from the same
 // packed layout, whose functions are instantiated in the tiled_simd_<isa>.cpp files.

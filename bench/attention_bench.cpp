@@ -1,0 +1,335 @@
+// attnbench_bench: the benchmark matrix, Google Benchmark over every registry kernel x sequence
+// length x head dim x threads x causal, next to the machine's measured ceilings.
+//
+//   attnbench_bench [--preset=quick|full] [google benchmark flags, e.g. --benchmark_filter=tiled]
+//
+// Names read `<kernel>/n:<n>/d:<d>/threads:<t>/causal:<0|1>` (q_len = kv_len = n, one head).
+// Counters per point: GFLOP/s (FLOPs = 4 x scored query-key pairs x d), pct_peak (of the measured
+// FMA peak for that thread count), scratch_bytes (the Workspace's measured peak, packed K/V
+// included), score_matrix_bytes (n x n x 4, what a naive kernel materialises), rss_peak_bytes (the
+// process's resident high-water mark during the point) and bytes_moved (the compulsory memory
+// traffic model used by the report's roofline). A point predicted to exceed the preset's time
+// budget, or over the naive memory budget, is recorded in the JSON as an error with its reason.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/version.h>
+#include <unistd.h>
+#include <xsimd/xsimd.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "attnbench.hpp"
+#include "build_info.hpp"
+#include "ceilings.hpp"
+
+namespace {
+
+using attnbench::Kernel;
+using attnbench::Strategy;
+
+struct Preset {
+  std::vector<std::size_t> lengths;        // every kernel
+  std::vector<std::size_t> tiled_lengths;  // tiled kernels only: the memory curve stays flat
+  std::vector<std::size_t> dims;
+  std::vector<std::size_t> tiled_dims;     // head dims of the tiled-only lengths
+  bool causal;                             // also causal points (d = 128, SIMD and baseline)
+  double budget_seconds;                   // longest predicted single call of a point
+  int repetitions;
+  double min_time;                         // seconds per repetition of a short point
+};
+
+Preset preset_named(const std::string& name) {
+  if (name == "quick") return {{128, 512, 2048}, {8192}, {64, 128}, {64}, true, 0.5, 3, 0.05};
+  if (name == "full") {
+    return {{128, 256, 512, 1024, 2048, 4096, 8192, 16384}, {32768, 65536}, {32, 64, 128, 256},
+            {64}, true, 6.0, 3, 0.2};
+  }
+  std::fprintf(stderr, "attnbench_bench: --preset=%s: unknown preset (quick or full)\n", name.c_str());
+  std::exit(2);
+}
+
+struct Point {
+  const Kernel* kernel;
+  std::size_t n, d, threads;
+  bool causal;
+};
+
+double scored_pairs(std::size_t n, bool causal) {
+  return causal ? double(n) * double(n + 1) / 2 : double(n) * double(n);
+}
+double flops_of(const Point& p) { return 4.0 * scored_pairs(p.n, p.causal) * double(p.d); }
+
+// Compulsory memory traffic of one call, the roofline's x axis: Q, K, V read and O written once;
+// a naive kernel also writes its n x n score matrix, reads and rewrites it to normalise, and reads
+// it again to blend (4 sweeps).
+double bytes_moved(const Point& p) {
+  const double io = 4.0 * 4.0 * double(p.n) * double(p.d);
+  const double scores = 4.0 * scored_pairs(p.n, p.causal);
+  return p.kernel->strategy == Strategy::naive ? io + 4 * scores : io;
+}
+
+// Measured fp32 FMA peak in FLOP/s per thread count, filled before any benchmark runs.
+std::map<std::size_t, double> g_peak_flops;
+
+// The process's resident-set high-water mark (VmHWM), and its reset (Linux clear_refs 5).
+std::size_t rss_high_water() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoul(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+void reset_rss_high_water() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+// Inputs per shape, made and touched once and shared by every kernel's point of that shape.
+const std::vector<float>& random_tensor(std::size_t elements, int which) {
+  static std::map<std::pair<std::size_t, int>, std::vector<float>> cache;
+  auto& t = cache[{elements, which}];
+  if (t.empty()) {
+    t.resize(elements);
+    std::mt19937 rng(static_cast<unsigned>(which + 1));
+    std::normal_distribution<float> normal;
+    for (float& x : t) x = normal(rng);
+  }
+  return t;
+}
+
+void run_point(benchmark::State& state, Point p, std::string skip_reason) {
+  if (!skip_reason.empty()) {
+    state.SkipWithError(("skipped: " + skip_reason).c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  const attnbench::Shape shape{1, 1, 1, p.n, p.n, p.d};
+  const std::vector<float>& q = random_tensor(shape.q_elements(), 0);
+  const std::vector<float>& k = random_tensor(shape.kv_elements(), 1);
+  const std::vector<float>& v = random_tensor(shape.kv_elements(), 2);
+  std::vector<float> o(shape.q_elements(), 0.0f);  // touched here, outside the timed loop
+  attnbench::Options options;
+  options.causal = p.causal;
+  options.threads = p.threads;
+  attnbench::Workspace ws;
+  reset_rss_high_water();
+  try {
+    attnbench::attention(*p.kernel, shape, options, {q.data(), k.data(), v.data(), o.data()}, ws);
+  } catch (const attnbench::Error& e) {  // over the naive memory budget
+    state.SkipWithError((std::string("skipped: ") + e.what()).c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  for (auto _ : state) {
+    attnbench::attention(*p.kernel, shape, options, {q.data(), k.data(), v.data(), o.data()}, ws);
+    benchmark::DoNotOptimize(o.data());
+    benchmark::ClobberMemory();
+  }
+  using benchmark::Counter;
+  const double flops = flops_of(p);
+  state.counters["GFLOP/s"] = Counter(flops / 1e9, Counter::kIsIterationInvariantRate);
+  state.counters["pct_peak"] =
+      Counter(100.0 * flops / g_peak_flops[p.threads], Counter::kIsIterationInvariantRate);
+  state.counters["scratch_bytes"] = Counter(double(ws.peak_bytes()));
+  state.counters["score_matrix_bytes"] = Counter(double(attnbench::naive_score_bytes(shape)));
+  state.counters["rss_peak_bytes"] = Counter(double(rss_high_water()));
+  state.counters["bytes_moved"] = Counter(bytes_moved(p));
+  state.counters["flops_per_call"] = Counter(flops);
+}
+
+// Every benchmark's predicted seconds (from a calibration call per kernel), for skipping points
+// over the budget and for the progress line's ETA.
+std::map<std::string, double> g_predicted;
+
+// Prints "[k/N] name ... elapsed, ETA" on stderr as each point finishes, then the usual table.
+class ProgressReporter : public benchmark::ConsoleReporter {
+ public:
+  explicit ProgressReporter(std::size_t total) : total_(total), start_(Clock::now()) {}
+  void ReportRuns(const std::vector<Run>& runs) override {
+    if (!runs.empty()) {
+      const std::string name = runs.front().run_name.str();
+      if (seen_.insert(name).second) {
+        done_predicted_ += g_predicted[name];
+        const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+        double remaining = 0;
+        for (const auto& [n, t] : g_predicted) remaining += seen_.count(n) ? 0 : t;
+        const double eta = done_predicted_ > 0 ? elapsed * remaining / done_predicted_ : 0;
+        std::fprintf(stderr, "[%zu/%zu] %s ... %.0f s elapsed, ETA %.0f s\n", seen_.size(), total_,
+                     name.c_str(), elapsed, eta);
+      }
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::size_t total_;
+  Clock::time_point start_;
+  std::set<std::string> seen_;
+  double done_predicted_ = 0;
+};
+
+// GFLOP/s of one call of `kernel` at n = 512, d = 64, one thread: the basis of the predictions.
+double calibrate(const Kernel& kernel) {
+  const attnbench::Shape shape{1, 1, 1, 512, 512, 64};
+  std::vector<float> q(shape.q_elements(), 0.5f), o(shape.q_elements());
+  attnbench::Workspace ws;
+  attnbench::attention(kernel, shape, {}, {q.data(), q.data(), q.data(), o.data()}, ws);
+  const auto t0 = std::chrono::steady_clock::now();
+  attnbench::attention(kernel, shape, {}, {q.data(), q.data(), q.data(), o.data()}, ws);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return 4.0 * 512 * 512 * 64 / seconds / 1e9;
+}
+
+std::string read_first_line_with(const char* path, const char* prefix) {
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind(prefix, 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+void add_context(const std::string& preset, std::size_t all_threads) {
+  using benchmark::AddCustomContext;
+  AddCustomContext("attnbench_preset", preset);
+  AddCustomContext("cpu_model", read_first_line_with("/proc/cpuinfo", "model name"));
+  // (Cache sizes: Google Benchmark's own "caches" context.)
+  AddCustomContext("memory_bytes", std::to_string(std::size_t(sysconf(_SC_PHYS_PAGES)) *
+                                                  std::size_t(sysconf(_SC_PAGE_SIZE))));
+  AddCustomContext("naive_memory_budget_bytes", std::to_string(attnbench::default_memory_budget()));
+  AddCustomContext("threads_all", std::to_string(all_threads));
+  for (const Kernel& k : attnbench::registry()) {
+    if (k.dispatches) AddCustomContext("dispatch " + std::string(k.name), std::string(attnbench::resolve(k).name));
+  }
+  AddCustomContext("compiler", ATTNBENCH_COMPILER);
+  AddCustomContext("cxx_flags", ATTNBENCH_CXX_FLAGS);
+  AddCustomContext("xsimd_version", std::to_string(XSIMD_VERSION_MAJOR) + "." +
+                                        std::to_string(XSIMD_VERSION_MINOR) + "." +
+                                        std::to_string(XSIMD_VERSION_PATCH));
+  AddCustomContext("onetbb_version", TBB_VERSION_STRING);
+  AddCustomContext("google_benchmark_version", ATTNBENCH_BENCHMARK_VERSION);
+  AddCustomContext("openblas_config", openblas_get_config());
+  AddCustomContext("openblas_corename", openblas_get_corename());
+
+  std::fprintf(stderr, "attnbench_bench: measuring the machine's ceilings ...\n");
+  for (std::size_t t : {std::size_t{1}, all_threads}) {
+    const auto peak = attnbench::bench::measure_fma_peak(t);
+    const double triad = attnbench::bench::measure_triad_bandwidth(t);
+    g_peak_flops[t] = peak.gflops * 1e9;
+    const std::string suffix = "_threads_" + std::to_string(t);
+    AddCustomContext("fma_peak_gflops" + suffix, std::to_string(peak.gflops));
+    AddCustomContext("fma_peak_isa" + suffix, peak.isa);
+    AddCustomContext("triad_gbs" + suffix, std::to_string(triad));
+    std::fprintf(stderr, "  %zu thread(s): FMA peak %.1f GFLOP/s (%s), triad %.1f GB/s\n", t,
+                 peak.gflops, peak.isa.c_str(), triad);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string preset_name = "quick";
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--preset=", 9) == 0) {
+      preset_name = argv[i] + 9;
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  const Preset preset = preset_named(preset_name);
+  // The preset's defaults for Google Benchmark's own flags; flags given later override them.
+  std::string min_time_flag = "--benchmark_min_time=" + std::to_string(preset.min_time);
+  args.insert(args.begin() + 1, min_time_flag.data());
+  int count = static_cast<int>(args.size());
+  benchmark::Initialize(&count, args.data());
+  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 2;
+  const std::size_t all_threads = static_cast<std::size_t>(tbb::info::default_concurrency());
+  add_context(preset_name, all_threads);
+
+  // The points: every concrete available kernel (a dispatching entry appears as the kernel it
+  // resolves to), then the tiled-only lengths, then causal points.
+  std::vector<Point> points;
+  for (const Kernel& k : attnbench::registry()) {
+    if (k.dispatches || !k.available()) continue;
+    std::vector<std::pair<std::size_t, std::size_t>> nd;
+    for (std::size_t d : preset.dims) {
+      for (std::size_t n : preset.lengths) nd.emplace_back(n, d);
+    }
+    if (k.strategy == Strategy::tiled) {
+      for (std::size_t d : preset.tiled_dims) {
+        for (std::size_t n : preset.tiled_lengths) nd.emplace_back(n, d);
+      }
+    }
+    for (auto [n, d] : nd) {
+      for (std::size_t t : {std::size_t{1}, all_threads}) {
+        points.push_back({&k, n, d, t, false});
+        const bool causal_kernel = k.name.find("/simd/") != std::string_view::npos ||
+                                   k.name == "naive/openblas";
+        if (preset.causal && d == 128 && causal_kernel) points.push_back({&k, n, d, t, true});
+      }
+      if (all_threads == 1) points.pop_back();  // threads 1 and "all" are the same point
+    }
+  }
+
+  std::map<const Kernel*, double> rate;
+  for (const Point& p : points) {
+    if (!rate.count(p.kernel)) rate[p.kernel] = calibrate(*p.kernel);
+  }
+  const double min_time = preset.min_time;
+  double predicted_total = 0;
+  for (const Point& p : points) {
+    const std::string name = std::string(p.kernel->name) + "/n:" + std::to_string(p.n) +
+                             "/d:" + std::to_string(p.d) + "/threads:" + std::to_string(p.threads) +
+                             "/causal:" + std::to_string(int(p.causal));
+    // Predicted seconds of one call, assuming the calibrated rate and linear thread scaling.
+    const double call = flops_of(p) / (rate[p.kernel] * 1e9 * double(p.threads));
+    std::string skip;
+    if (call > preset.budget_seconds) {
+      char why[160];
+      std::snprintf(why, sizeof why, "predicted %.1f s per call exceeds the %s preset's %.2f s budget",
+                    call, preset_name.c_str(), preset.budget_seconds);
+      skip = why;
+    } else if (p.kernel->strategy == Strategy::naive &&
+               attnbench::naive_score_bytes({1, 1, 1, p.n, p.n, p.d}) > attnbench::default_memory_budget()) {
+      skip = "score matrix over the naive memory budget (half of RAM)";
+    }
+    auto* b = benchmark::RegisterBenchmark(name.c_str(), run_point, p, skip);
+    b->UseRealTime()->Unit(benchmark::kMillisecond)->Repetitions(preset.repetitions);
+    b->ReportAggregatesOnly(true);
+    // A long call runs one iteration per repetition; shorter ones run for --benchmark_min_time.
+    if (call > min_time) b->Iterations(1);
+    const double per_rep = skip.empty() ? std::max(call, min_time) : 0;
+    g_predicted[name] = per_rep * preset.repetitions + (skip.empty() ? 2 * call : 0);
+    predicted_total += g_predicted[name];
+  }
+  // Points the filter drops do not count towards the progress total.
+  const std::string filter = benchmark::GetBenchmarkFilter();
+  if (!filter.empty() && filter != "." && filter != "all") {
+    const std::regex keep(filter);
+    for (auto it = g_predicted.begin(); it != g_predicted.end();) {
+      if (std::regex_search(it->first, keep)) {
+        ++it;
+      } else {
+        predicted_total -= it->second;
+        it = g_predicted.erase(it);
+      }
+    }
+  }
+  std::fprintf(stderr, "attnbench_bench: preset %s, %zu points, predicted about %.0f s\n",
+               preset_name.c_str(), g_predicted.size(), predicted_total);
+  ProgressReporter progress(g_predicted.size());
+  benchmark::RunSpecifiedBenchmarks(&progress);
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,71 @@
+// naive/openblas: the baseline, what a NumPy user on Debian gets. The three naive steps with
+// OpenBLAS's cblas_sgemm for both products:
+//   S = scale * Q K^T (sgemm), softmax of each row in place, O = P V (sgemm).
+// OpenBLAS runs single-threaded inside each call; attnbench's driver supplies the threads, as it
+// does for every kernel, so threads never oversubscribe the cores.
+#include <cblas.h>
+
+#include <cmath>
+#include <mutex>
+
+#include "kernels/kernels.hpp"
+
+namespace attnbench::kernels {
+
+namespace {
+// Rows blended by one sgemm: under the causal mask they share the keys the block's first row
+// sees, and each row's few extra keys (at most 47) go through sgemv, so that no row multiplies a
+// key it does not see (a masked key's V may hold NaN, and 0 * NaN is NaN).
+constexpr std::size_t kBlendRows = 48;
+}  // namespace
+
+void naive_openblas(const HeadProblem& head, RowRange rows, Workspace& ws) {
+  static std::once_flag single_threaded;
+  std::call_once(single_threaded, [] { openblas_set_num_threads(1); });
+
+  const std::size_t n = head.kv_len;
+  const std::size_t d = head.head_dim;
+  const std::size_t row_count = rows.end - rows.begin;
+  float* S = ws.take<float>(row_count * n);
+  std::size_t* keys = ws.take<std::size_t>(row_count);  // keys each row blends (0: zero row)
+
+  // Pass 1, score: S = scale * Q K^T over every key (the causal mask is applied in pass 2).
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(row_count), int(n), int(d), head.scale,
+              head.q + rows.begin * d, int(d), head.k, int(d), 0.0f, S, int(n));
+
+  // Pass 2, normalise each row over its visible keys: P = exp(S - m) / l.
+  for (std::size_t r = 0; r < row_count; ++r) {
+    float* s = S + r * n;
+    const std::size_t visible = head.visible_keys(rows.begin + r);
+    float m = kMinusInf;
+    for (std::size_t j = 0; j < visible; ++j) m = s[j] > m ? s[j] : m;
+    const float m_ref = max_reference(m);
+    float l = 0.0f;
+    for (std::size_t j = 0; j < visible; ++j) {
+      s[j] = std::exp(s[j] - m_ref);
+      l += s[j];
+    }
+    const float inv_l = inverse_sum(l);
+    for (std::size_t j = 0; j < visible; ++j) s[j] *= inv_l;
+    keys[r] = l == 0.0f ? 0 : visible;
+  }
+
+  // Pass 3, blend: O = P V, block by block of rows over the keys all of them blend, then tails.
+  for (std::size_t r0 = 0; r0 < row_count; r0 += kBlendRows) {
+    const std::size_t rb = min_of(kBlendRows, row_count - r0);
+    std::size_t common = n;
+    for (std::size_t r = r0; r < r0 + rb; ++r) common = min_of(common, keys[r]);
+    float* o = head.o + (rows.begin + r0) * d;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rb), int(d), int(common), 1.0f,
+                S + r0 * n, int(n), head.v, int(d), 0.0f, o, int(d));
+    for (std::size_t r = r0; r < r0 + rb; ++r) {
+      if (keys[r] > common) {
+        cblas_sgemv(CblasRowMajor, CblasTrans, int(keys[r] - common), int(d), 1.0f,
+                    head.v + common * d, int(d), S + r * n + common, 1, 1.0f,
+                    head.o + (rows.begin + r) * d, 1);
+      }
+    }
+  }
+}
+
+}  // namespace attnbench::kernels
