@@ -1,6 +1,5 @@
 // attention(): validation, then the loop over (batch, query head, query block) that hands each
 // piece to a kernel, inline or on oneTBB worker threads.
-#include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "attnbench.hpp"
+#include "kernels/kernels.hpp"
 
 namespace attnbench {
 
@@ -189,9 +189,9 @@ bool splits_keys(const Kernel& kernel, const Shape& shape) {
 // results of one row, in chunk order.
 void merge_row(std::size_t chunks, std::size_t d, const PartialRows* parts, std::size_t row,
                float* out) {
-  float m = -std::numeric_limits<float>::infinity();
+  float m = kernels::kMinusInf;
   for (std::size_t c = 0; c < chunks; ++c) m = parts[c].m[row] > m ? parts[c].m[row] : m;
-  const float m_ref = m == -std::numeric_limits<float>::infinity() ? 0.0f : m;
+  const float m_ref = kernels::max_reference(m);
   float l = 0.0f;
   for (std::size_t x = 0; x < d; ++x) out[x] = 0.0f;
   for (std::size_t c = 0; c < chunks; ++c) {
@@ -199,8 +199,8 @@ void merge_row(std::size_t chunks, std::size_t d, const PartialRows* parts, std:
     l += parts[c].l[row] * weight;
     for (std::size_t x = 0; x < d; ++x) out[x] += parts[c].o[row * d + x] * weight;
   }
-  const float inv_l = l == 0.0f ? 0.0f : 1.0f / l;
-  for (std::size_t x = 0; x < d; ++x) out[x] = l == 0.0f ? 0.0f : out[x] * inv_l;
+  const float inv_l = kernels::inverse_sum(l);
+  for (std::size_t x = 0; x < d; ++x) out[x] = l == 0.0f ? 0.0f : out[x] * inv_l;  // l = 0: a zero row
 }
 
 }  // namespace
