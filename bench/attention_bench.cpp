@@ -47,13 +47,16 @@ struct Preset {
   double budget_seconds;                   // longest predicted single call of a point
   int repetitions;
   double min_time;                         // seconds per repetition of a short point
+  std::size_t decode_keys;                 // keys of the one-query decoding point (d = 128)
+  std::size_t gqa_heads, gqa_len;          // GQA points: this many query heads over 2 and over
+                                           // as many key/value heads, q_len = kv_len = gqa_len
 };
 
 Preset preset_named(const std::string& name) {
-  if (name == "quick") return {{128, 512, 2048}, {8192}, {64, 128}, {64}, true, 0.5, 3, 0.05};
+  if (name == "quick") return {{128, 512, 2048}, {8192}, {64, 128}, {64}, true, 0.5, 3, 0.05, 8192, 8, 512};
   if (name == "full") {
     return {{128, 256, 512, 1024, 2048, 4096, 8192, 16384}, {32768, 65536}, {32, 64, 128, 256},
-            {64}, true, 6.0, 3, 0.2};
+            {64}, true, 6.0, 3, 0.2, 32768, 8, 2048};
   }
   std::fprintf(stderr, "attnbench_bench: --preset=%s: unknown preset (quick or full)\n", name.c_str());
   std::exit(2);
@@ -61,22 +64,41 @@ Preset preset_named(const std::string& name) {
 
 struct Point {
   const Kernel* kernel;
-  std::size_t n, d, threads;
+  attnbench::Shape shape;
+  std::size_t threads;
   bool causal;
+
+  // The matrix points are one square head: `n:`; other shapes spell out every size.
+  std::string name() const {
+    const attnbench::Shape& s = shape;
+    std::string size = s.q_len == s.kv_len && s.q_heads == 1 && s.kv_heads == 1
+                           ? "/n:" + std::to_string(s.q_len)
+                           : "/q:" + std::to_string(s.q_len) + "/kv:" + std::to_string(s.kv_len);
+    size += "/d:" + std::to_string(s.head_dim);
+    if (s.q_heads != 1 || s.kv_heads != 1) {
+      size += "/heads:" + std::to_string(s.q_heads) + "/kv_heads:" + std::to_string(s.kv_heads);
+    }
+    return std::string(kernel->name) + size + "/threads:" + std::to_string(threads) +
+           "/causal:" + std::to_string(int(causal));
+  }
 };
 
-double scored_pairs(std::size_t n, bool causal) {
-  return causal ? double(n) * double(n + 1) / 2 : double(n) * double(n);
+// Query-key pairs scored: all of them, or those under the bottom-right causal mask.
+double scored_pairs(const Point& p) {
+  const attnbench::HeadProblem rows{nullptr, nullptr, nullptr, nullptr, p.shape.q_len,
+                                    p.shape.kv_len, p.shape.head_dim, 1.0f, p.causal};
+  double pairs = 0;
+  for (std::size_t i = 0; i < p.shape.q_len; ++i) pairs += double(rows.visible_keys(i));
+  return pairs * double(p.shape.batch * p.shape.q_heads);
 }
-double flops_of(const Point& p) { return 4.0 * scored_pairs(p.n, p.causal) * double(p.d); }
+double flops_of(const Point& p) { return 4.0 * scored_pairs(p) * double(p.shape.head_dim); }
 
 // Compulsory memory traffic of one call, the roofline's x axis: Q, K, V read and O written once;
-// a naive kernel also writes its n x n score matrix, reads and rewrites it to normalise, and reads
-// it again to blend (4 sweeps).
+// a naive kernel also writes its score matrix, reads and rewrites it to normalise, and reads it
+// again to blend (4 sweeps of the scored pairs).
 double bytes_moved(const Point& p) {
-  const double io = 4.0 * 4.0 * double(p.n) * double(p.d);
-  const double scores = 4.0 * scored_pairs(p.n, p.causal);
-  return p.kernel->strategy == Strategy::naive ? io + 4 * scores : io;
+  const double io = 4.0 * double(2 * p.shape.q_elements() + 2 * p.shape.kv_elements());
+  return p.kernel->strategy == Strategy::naive ? io + 4 * 4.0 * scored_pairs(p) : io;
 }
 
 // Measured fp32 FMA peak in FLOP/s per thread count, filled before any benchmark runs.
@@ -112,7 +134,7 @@ void run_point(benchmark::State& state, Point p, std::string skip_reason) {
     }
     return;
   }
-  const attnbench::Shape shape{1, 1, 1, p.n, p.n, p.d};
+  const attnbench::Shape& shape = p.shape;
   const std::vector<float>& q = random_tensor(shape.q_elements(), 0);
   const std::vector<float>& k = random_tensor(shape.kv_elements(), 1);
   const std::vector<float>& v = random_tensor(shape.kv_elements(), 2);
@@ -141,7 +163,7 @@ void run_point(benchmark::State& state, Point p, std::string skip_reason) {
   state.counters["pct_peak"] =
       Counter(100.0 * flops / g_peak_flops[p.threads], Counter::kIsIterationInvariantRate);
   state.counters["scratch_bytes"] = Counter(double(ws.peak_bytes()));
-  state.counters["score_matrix_bytes"] = Counter(double(attnbench::naive_score_bytes(shape)));
+  state.counters["score_matrix_bytes"] = Counter(double(attnbench::naive_score_bytes(shape)));  // one head
   state.counters["rss_peak_bytes"] = Counter(double(rss_high_water()));
   state.counters["bytes_moved"] = Counter(bytes_moved(p));
   state.counters["flops_per_call"] = Counter(flops);
@@ -258,8 +280,14 @@ int main(int argc, char** argv) {
   add_context(preset_name, all_threads);
 
   // The points: every concrete available kernel (a dispatching entry appears as the kernel it
-  // resolves to), then the tiled-only lengths, then causal points.
+  // resolves to) over the matrix, the tiled-only lengths, and causal points; then the shapes
+  // people run, for the dispatched SIMD kernels: decoding (one query, many keys) and grouped-query
+  // attention against as many full heads.
   std::vector<Point> points;
+  auto add = [&](const Kernel& k, attnbench::Shape shape, bool causal) {
+    points.push_back({&k, shape, 1, causal});
+    if (all_threads > 1) points.push_back({&k, shape, all_threads, causal});
+  };
   for (const Kernel& k : attnbench::registry()) {
     if (k.dispatches || !k.available()) continue;
     std::vector<std::pair<std::size_t, std::size_t>> nd;
@@ -271,14 +299,18 @@ int main(int argc, char** argv) {
         for (std::size_t n : preset.tiled_lengths) nd.emplace_back(n, d);
       }
     }
+    const bool causal_kernel = k.name.find("/simd/") != std::string_view::npos || k.name == "naive/openblas";
     for (auto [n, d] : nd) {
-      for (std::size_t t : {std::size_t{1}, all_threads}) {
-        points.push_back({&k, n, d, t, false});
-        const bool causal_kernel = k.name.find("/simd/") != std::string_view::npos ||
-                                   k.name == "naive/openblas";
-        if (preset.causal && d == 128 && causal_kernel) points.push_back({&k, n, d, t, true});
-      }
-      if (all_threads == 1) points.pop_back();  // threads 1 and "all" are the same point
+      add(k, {1, 1, 1, n, n, d}, false);
+      if (preset.causal && d == 128 && causal_kernel) add(k, {1, 1, 1, n, n, d}, true);
+    }
+  }
+  for (const char* name : {"tiled/simd", "naive/simd"}) {
+    const Kernel& k = attnbench::resolve(*attnbench::find_kernel(name));
+    if (!k.available()) continue;
+    add(k, {1, 1, 1, 1, preset.decode_keys, 128}, false);
+    for (std::size_t kv_heads : {preset.gqa_heads, std::size_t{2}}) {
+      add(k, {1, preset.gqa_heads, kv_heads, preset.gqa_len, preset.gqa_len, 128}, false);
     }
   }
 
@@ -289,9 +321,7 @@ int main(int argc, char** argv) {
   const double min_time = preset.min_time;
   double predicted_total = 0;
   for (const Point& p : points) {
-    const std::string name = std::string(p.kernel->name) + "/n:" + std::to_string(p.n) +
-                             "/d:" + std::to_string(p.d) + "/threads:" + std::to_string(p.threads) +
-                             "/causal:" + std::to_string(int(p.causal));
+    const std::string name = p.name();
     // Predicted seconds of one call, assuming the calibrated rate and linear thread scaling.
     const double call = flops_of(p) / (rate[p.kernel] * 1e9 * double(p.threads));
     std::string skip;
@@ -301,7 +331,7 @@ int main(int argc, char** argv) {
                     call, preset_name.c_str(), preset.budget_seconds);
       skip = why;
     } else if (p.kernel->strategy == Strategy::naive &&
-               attnbench::naive_score_bytes({1, 1, 1, p.n, p.n, p.d}) > attnbench::default_memory_budget()) {
+               attnbench::naive_score_bytes(p.shape) > attnbench::default_memory_budget()) {
       skip = "score matrix over the naive memory budget (half of RAM)";
     }
     auto* b = benchmark::RegisterBenchmark(name.c_str(), run_point, p, skip);
