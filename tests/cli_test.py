@@ -5,6 +5,7 @@ Usage: cli_test.py PATH/TO/attnbench   (ctest passes the built binary)
 Every bad input must give exit code 2, one line on stderr naming what and where, and no output
 file. Good inputs must match a float64 numpy reference.
 """
+import json
 import os
 import subprocess
 import sys
@@ -174,6 +175,28 @@ with tempfile.TemporaryDirectory() as tmp:
     attnbench(*run_with(q=truncated))
     with open(out, "rb") as f:
         check("failed run keeps old output", f.read() == b"keep me")
+
+# --- demos (src/demo/): every demo runs, prints its name and writes its numbers as JSON ------
+with tempfile.TemporaryDirectory() as tmp:
+    demo_names = ["softmax", "bottleneck", "alignment", "quadratic", "order", "uniform"]
+    demo_json = os.path.join(tmp, "demos.json")
+    r = attnbench("demo", "all", "--json", demo_json)
+    check("demo all exit", r.returncode == 0, r.stderr)
+    for name in demo_names:
+        check(f"demo all prints {name}", f"== {name}:" in r.stdout, r.stdout)
+    if r.returncode == 0:
+        with open(demo_json) as f:
+            demos = json.load(f)["demos"]
+        check("demo json has every demo", list(demos) == demo_names, str(list(demos)))
+        check("demo json non-finite as strings",
+              demos["softmax"]["naive_weights"] == ["nan"] * 3, str(demos["softmax"]))
+    r = attnbench("demo", "uniform")
+    check("demo one", r.returncode == 0 and "== uniform:" in r.stdout
+          and "== softmax:" not in r.stdout, r.stdout + r.stderr)
+    expect_bad_input("unknown demo", ["demo", "nope"], "nope", "softmax")
+    expect_bad_input("demo json unwritable", ["demo", "softmax", "--json",
+                                              os.path.join(tmp, "no/dir/d.json")],
+                     "--json", "no/dir/d.json")
 
 print(f"{passed} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -2,6 +2,7 @@
 //   attnbench list                                  every registry kernel, and whether it runs here
 //   attnbench run --q Q.npy --k K.npy --v V.npy --out O.npy [--kernel NAME] [--threads N]
 //                 [--causal] [--scale S] [--memory-budget BYTES]
+//   attnbench demo NAME|all [--json FILE]           the attention module's experiments (src/demo/)
 // Any bad input: one line on stderr naming what and where, exit code 2, no output file.
 #include <CLI/CLI.hpp>
 #include <oneapi/tbb/global_control.h>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "attnbench.hpp"
+#include "demo/demos.hpp"
 #include "npy/npy.hpp"
 
 namespace {
@@ -155,9 +157,16 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--memory-budget", args.memory_budget,
                       "largest naive score matrix in bytes (default: half of RAM)");
 
+  std::string demo_name, demo_json;
+  CLI::App* demo = app.add_subcommand("demo", "run one of the attention module's experiments, or all");
+  demo->add_option("name", demo_name, "softmax, bottleneck, alignment, quadratic, order, uniform or all")
+      ->required();
+  demo->add_option("--json", demo_json, "also write every demo's numbers to this JSON file");
+
   try {
     app.parse(argc, argv);
     if (list->parsed()) return list_kernels();
+    if (demo->parsed()) return attnbench::demo::run(demo_name, demo_json, stdout);
     return run(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

@@ -13,11 +13,10 @@
 // demo's claim on the structs (tests/demo_test.cpp).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <array>
 #include <cstddef>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,6 +25,9 @@
 #include "attnbench.hpp"
 
 namespace attnbench::demo {
+
+// JSON objects keep their fields in the order written.
+using Json = nlohmann::ordered_json;
 
 // The demos in the order `attnbench demo all` runs them.
 std::span<const std::string_view> names();
@@ -46,6 +48,7 @@ struct SoftmaxResult {
   std::array<float, 3> naive_weights{};   // exp / sum: inf / inf = NaN
   std::array<float, 3> stable_large{};    // the kernel's weights for (1000, 999, 998)
   std::array<float, 3> small{};           // logits (2, 1, 0)
+  std::array<float, 3> naive_small{};     // exp / sum for (2, 1, 0): fine at this size
   std::array<float, 3> stable_small{};    // the kernel's weights for (2, 1, 0)
   std::array<float, 3> worked{};          // the worked example's logits (2.1, 0.4, 1.3)
   std::array<float, 3> worked_weights{};  // -> (0.61, 0.11, 0.28)
@@ -96,13 +99,13 @@ AlignmentResult alignment(const Kernel& kernel = default_kernel());
 // ---------------------------------------------------------------------------------------------
 
 struct QuadraticRow {
-  std::size_t n = 0;                // q_len = kv_len
-  bool measured = false;            // false: extrapolated from the fits
-  double score_matrix_bytes = 0;    // n^2 * 4, exact
-  double naive_scratch_bytes = 0;   // measured Workspace::peak_bytes() (0 if extrapolated)
-  double naive_ms = 0;              // median of `reps` calls, or the fit's value
-  double tiled_scratch_bytes = 0;   // measured, or the fit's value
-  double tiled_ms = 0;              // one call (0 if extrapolated)
+  std::size_t n = 0;               // q_len = kv_len
+  bool measured = false;           // false: extrapolated from the fits
+  double score_matrix_bytes = 0;   // n^2 * 4, exact
+  double naive_scratch_bytes = 0;  // measured Workspace::peak_bytes() (0 if extrapolated)
+  double naive_ms = 0;             // median of `reps` calls, or the fit's value
+  double tiled_scratch_bytes = 0;  // measured, or the fit's value
+  double tiled_ms = 0;             // one call (0 if extrapolated)
 };
 struct QuadraticResult {
   std::string naive_kernel;
@@ -115,13 +118,14 @@ struct QuadraticResult {
   // tiled_scratch_bytes = tiled_bytes_fixed + tiled_bytes_per_key * n, least squares.
   double tiled_bytes_fixed = 0;
   double tiled_bytes_per_key = 0;
+  double memory_budget_bytes = 0;  // the naive kernels' default budget: they refuse larger n
   std::vector<QuadraticRow> rows;  // the measured n, then the extrapolated ones
 };
 QuadraticResult quadratic(const Kernel& naive = best_kernel(Strategy::naive),
                           const Kernel& tiled = best_kernel(Strategy::tiled),
                           std::vector<std::size_t> measured = {128, 512, 2048, 8192},
                           std::vector<std::size_t> extrapolated = {128000},
-                          std::size_t head_dim = 64, std::size_t reps = 3);
+                          std::size_t head_dim = 64, std::size_t reps = 5);
 
 // ---------------------------------------------------------------------------------------------
 // order
@@ -171,12 +175,12 @@ void print(const QuadraticResult& r, std::FILE* out);
 void print(const OrderResult& r, std::FILE* out);
 void print(const UniformResult& r, std::FILE* out);
 
-nlohmann::json to_json(const SoftmaxResult& r);
-nlohmann::json to_json(const BottleneckResult& r);
-nlohmann::json to_json(const AlignmentResult& r);
-nlohmann::json to_json(const QuadraticResult& r);
-nlohmann::json to_json(const OrderResult& r);
-nlohmann::json to_json(const UniformResult& r);
+Json to_json(const SoftmaxResult& r);
+Json to_json(const BottleneckResult& r);
+Json to_json(const AlignmentResult& r);
+Json to_json(const QuadraticResult& r);
+Json to_json(const OrderResult& r);
+Json to_json(const UniformResult& r);
 
 // `attnbench demo NAME [--json FILE]`: runs one demo (or every one for "all"), prints each to
 // `out` and, if json_path is not empty, writes {"demos": {NAME: {...}, ...}} there (atomically:
