@@ -14,6 +14,7 @@ packages=(
   libopenblas-dev                    # the OpenBLAS baseline
   libcli11-dev nlohmann-json3-dev    # command line, JSON
   python3-numpy python3-matplotlib python3-jinja2  # tests' .npy files, reports
+  chromium                           # the report test opens report.html headless
 )
 
 missing=()

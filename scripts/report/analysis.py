@@ -1,0 +1,320 @@
+"""Numbers derived from the table that both the figures and the text use, so they always agree:
+fitted exponents, speedup pairs, the tiled-over-naive crossover, winners, noise, ceilings."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+import formatting as fmt
+from fit import LogLogFit, PowerSumFit, loglog_fit, loglog_fit_tail, power_sum_fit
+from loader import Record, Table
+
+CV_FLAG = 0.05  # a point whose real time varies more than this across repetitions is flagged
+SIMD_ISAS = ("avx512f", "avx2", "sse4.2")
+EXTRAPOLATE_N = 128_000  # a long-context length: one head's fp32 score matrix is 65.5 GB
+
+
+# --- which kernels and threads ------------------------------------------------------------------
+
+def thread_counts(table: Table) -> list:
+    return table.values("threads")
+
+
+def threads_all(table: Table) -> int:
+    """The "all cores" thread count: the run's threads_all, else the most threads measured."""
+    for run in table.runs:
+        if run.threads_all and run.threads_all in table.values("threads"):
+            return run.threads_all
+    counts = thread_counts(table)
+    return max(counts) if counts else 1
+
+
+def simd_kernel(table: Table, strategy: str) -> str | None:
+    """The SIMD kernel the dispatcher chose on this machine (`dispatch tiled/simd` in the context),
+    or the widest ISA measured when the context does not say."""
+    kernels = table.values("kernel")
+    for run in table.runs:
+        chosen = run.dispatch(f"{strategy}/simd")
+        if chosen in kernels:
+            return chosen
+    for isa in SIMD_ISAS:
+        if f"{strategy}/simd/{isa}" in kernels:
+            return f"{strategy}/simd/{isa}"
+    return None
+
+
+def present(table: Table, *kernels: str | None) -> bool:
+    have = set(table.values("kernel"))
+    return all(k is not None and k in have for k in kernels)
+
+
+def series_of(table: Table, measure: str, **equal) -> tuple:
+    return table.series(measure, **equal)
+
+
+# --- exponents ----------------------------------------------------------------------------------
+
+def time_fit(table: Table, kernel: str, d: int, threads: int, causal: bool = False) -> LogLogFit | None:
+    """Least-squares exponent of real time (median) against n over every measured n."""
+    n, t = table.series("time_ms_median", kernel=kernel, d=d, threads=threads, causal=causal)
+    return loglog_fit(n, t)
+
+
+def time_fits(table: Table, threads: int, causal: bool = False) -> dict:
+    """{(kernel, d): fit} for every kernel and head dim with at least two measured lengths."""
+    out = {}
+    for kernel in table.values("kernel"):
+        for d in table.where(kernel=kernel).values("d"):
+            fit = time_fit(table, kernel, d, threads, causal)
+            if fit is not None:
+                out[(kernel, d)] = fit
+    return out
+
+
+def memory_d(table: Table) -> int | None:
+    """The head dim whose tiled kernels reach the longest measured length (the tiled-only points),
+    then the one with the most lengths, then the one nearest 64."""
+    measured = table.measured().where(causal=False, threads=1)
+
+    def key(d):
+        ns = measured.where(d=d, strategy="tiled").column("n")
+        return (max(ns) if len(ns) else 0, len(set(ns)), -abs(math.log2(d / 64)))
+
+    dims = measured.values("d")
+    return max(dims, key=key) if dims else None
+
+
+@dataclass(frozen=True)
+class MemoryCurve:
+    kernel: str
+    measure: str  # scratch_bytes or rss_peak_bytes
+    n: np.ndarray
+    bytes: np.ndarray
+    fit: LogLogFit | None  # over the three largest n: the asymptotic slope
+    model: PowerSumFit | None  # scratch only: a n^2 + b n (naive) or a n + b (tiled), to extrapolate
+
+
+def memory_curves(table: Table, d: int) -> list:
+    """Measured scratch and RSS against n of the dispatched SIMD naive and tiled kernels (and of
+    the scalar pair when the SIMD ones are missing), one thread, not causal."""
+    curves = []
+    for strategy in ("naive", "tiled"):
+        kernel = simd_kernel(table, strategy) or (f"{strategy}/scalar" if present(table, f"{strategy}/scalar") else None)
+        if kernel is None:
+            continue
+        for measure in ("scratch_bytes_median", "rss_peak_bytes_median"):
+            n, b = table.series(measure, kernel=kernel, d=d, threads=1, causal=False)
+            if len(n):
+                model = None
+                if measure == "scratch_bytes_median":
+                    model = power_sum_fit(n, b, (2, 1) if strategy == "naive" else (1, 0))
+                curves.append(MemoryCurve(kernel, measure.replace("_median", ""), n, b, loglog_fit_tail(n, b), model))
+    return curves
+
+
+# --- comparisons --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparison:
+    """A speedup: time of `baseline` over time of `kernel` at the same point (>1: kernel faster).
+    A thread comparison has kernel == baseline and compares threads `all` against 1."""
+
+    group: str
+    label: str
+    kernel: str
+    baseline: str
+    threads_vs_one: bool = False
+
+
+def comparisons(table: Table) -> list:
+    tiled_simd, naive_simd = simd_kernel(table, "tiled"), simd_kernel(table, "naive")
+    out = []
+
+    def add(group, label, kernel, baseline, threads_vs_one=False):
+        if present(table, kernel, baseline):
+            out.append(Comparison(group, label, kernel, baseline, threads_vs_one))
+
+    for strategy, simd in (("tiled", tiled_simd), ("naive", naive_simd)):
+        if simd:
+            add("SIMD over scalar", f"{simd} over {strategy}/scalar", simd, f"{strategy}/scalar")
+    for strategy in ("tiled", "naive"):
+        # autovec is compiled for AVX2 + FMA, so the like-for-like explicit kernel is the AVX2 one
+        explicit = f"{strategy}/simd/avx2" if present(table, f"{strategy}/simd/avx2") else simd_kernel(table, strategy)
+        if explicit:
+            add("explicit SIMD over auto-vectorised", f"{explicit} over {strategy}/autovec", explicit, f"{strategy}/autovec")
+    all_threads = threads_all(table)
+    if all_threads > 1:
+        for kernel in (tiled_simd, naive_simd, "naive/openblas", "tiled/scalar"):
+            if kernel:
+                add("threads (all over 1)", f"{kernel}: {all_threads} threads over 1", kernel, kernel, True)
+    for simd_pair in ((tiled_simd, naive_simd), ("tiled/autovec", "naive/autovec"), ("tiled/scalar", "naive/scalar")):
+        if simd_pair[0] and simd_pair[1]:
+            add("tiled over naive", f"{simd_pair[0]} over {simd_pair[1]}", *simd_pair)
+    for kernel in table.values("kernel"):
+        if kernel != "naive/openblas":
+            add("over the OpenBLAS baseline", f"{kernel} over naive/openblas", kernel, "naive/openblas")
+    return out
+
+
+def speedup_series(table: Table, comparison: Comparison, d: int, threads: int, causal: bool = False) -> tuple:
+    """(n, speedup) at every n where both sides were measured."""
+    if comparison.threads_vs_one:
+        n_k, t_k = table.series("time_ms_median", kernel=comparison.kernel, d=d, threads=threads, causal=causal)
+        n_b, t_b = table.series("time_ms_median", kernel=comparison.kernel, d=d, threads=1, causal=causal)
+    else:
+        n_k, t_k = table.series("time_ms_median", kernel=comparison.kernel, d=d, threads=threads, causal=causal)
+        n_b, t_b = table.series("time_ms_median", kernel=comparison.baseline, d=d, threads=threads, causal=causal)
+    common = sorted(set(n_k) & set(n_b))
+    k = dict(zip(n_k, t_k))
+    b = dict(zip(n_b, t_b))
+    return np.array(common, dtype=float), np.array([b[n] / k[n] for n in common], dtype=float)
+
+
+# --- tiled over naive ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Crossover:
+    tiled: str
+    naive: str
+    d: int
+    threads: int
+    n: np.ndarray  # lengths measured for both
+    advantage: np.ndarray  # naive time / tiled time: above 1, tiled is faster
+    noise: np.ndarray  # the larger CV of the two times at each length
+    n_cross: float | None  # interpolated length where tiled overtakes naive for good
+    index: int  # with n_cross: the first measured length from which tiled stays faster
+    verdict: str  # "overtakes", "always", "never", "not past the largest n"
+
+    def _lead(self, i: int) -> str:
+        """"tiled 1.09x faster at n = 512" (", within noise" when the lead is under the CV)."""
+        a = float(self.advantage[i])
+        who, by = ("tiled", a) if a > 1 else ("naive", 1 / a)
+        within = ", within noise" if math.isfinite(self.noise[i]) and abs(a - 1) < self.noise[i] else ""
+        return f"{who} {fmt.ratio(by)} faster at n = {fmt.count(self.n[i])}{within}"
+
+    def sentence(self) -> str:
+        if len(self.n) == 0:
+            return "no common measured lengths"
+        first, last = int(self.n[0]), int(self.n[-1])
+        if self.verdict == "always":
+            return f"tiled is faster at every measured n ({fmt.count(first)} to {fmt.count(last)}; {self._lead(0)})"
+        if self.verdict == "never":
+            return (f"never in the measured range (n = {fmt.count(first)} to {fmt.count(last)}; naive stays faster, "
+                    f"{self._lead(len(self.n) - 1)})")
+        if self.verdict == "not past the largest n":
+            wins = ", ".join(fmt.count(n) for n, a in zip(self.n, self.advantage) if a > 1)
+            return (f"never for good in the measured range: tiled is faster only at n = {wins}, "
+                    f"and {self._lead(len(self.n) - 1)}")
+        i = self.index
+        return f"tiled overtakes naive at n ≈ {fmt.count(self.n_cross)} ({self._lead(i - 1)}; {self._lead(i)})"
+
+
+def crossover(table: Table, tiled: str, naive: str, d: int, threads: int) -> Crossover:
+    pair = Comparison("tiled over naive", "", tiled, naive)
+    n, advantage = speedup_series(table, pair, d, threads)
+    noise = np.array([max(table.measured().one(kernel=k, n=int(v), d=d, threads=threads, causal=False).time_ms_cv
+                          for k in (tiled, naive)) for v in n], dtype=float)
+    faster = advantage > 1
+    n_cross, i = None, 0
+    if len(n) == 0:
+        verdict = "never"
+    elif faster.all():
+        verdict = "always"
+    elif not faster.any():
+        verdict = "never"
+    elif not faster[-1]:
+        verdict = "not past the largest n"
+    else:
+        # the first length from which tiled stays faster; interpolate ln(advantage) = 0 in ln n
+        i = len(faster) - int(np.argmin(faster[::-1]))
+        a0, a1 = math.log(advantage[i - 1]), math.log(advantage[i])
+        t = a0 / (a0 - a1)
+        n_cross = math.exp(math.log(n[i - 1]) + t * (math.log(n[i]) - math.log(n[i - 1])))
+        verdict = "overtakes"
+    return Crossover(tiled, naive, d, threads, n, advantage, noise, n_cross, i, verdict)
+
+
+def crossover_pairs(table: Table) -> list:
+    """The (tiled, naive) pairs the crossover is asked of: SIMD, scalar, then auto-vectorised."""
+    pairs = []
+    tiled_simd, naive_simd = simd_kernel(table, "tiled"), simd_kernel(table, "naive")
+    if tiled_simd and naive_simd:
+        pairs.append(("SIMD", tiled_simd, naive_simd))
+    for name, backend in (("scalar", "scalar"), ("auto-vectorised", "autovec")):
+        if present(table, f"tiled/{backend}", f"naive/{backend}"):
+            pairs.append((name, f"tiled/{backend}", f"naive/{backend}"))
+    if present(table, tiled_simd, "naive/openblas"):
+        pairs.append(("SIMD tiled vs OpenBLAS naive", tiled_simd, "naive/openblas"))
+    return pairs
+
+
+# --- winners, peaks, noise ----------------------------------------------------------------------
+
+def winners(table: Table, threads: int, causal: bool = False) -> dict:
+    """{(n, d): [records, fastest first]} over every kernel measured at that cell."""
+    cells = {}
+    for r in table.measured().where(threads=threads, causal=causal):
+        cells.setdefault((r.n, r.d), []).append(r)
+    return {cell: sorted(rows, key=lambda r: r.time_ms_median) for cell, rows in cells.items()}
+
+
+def best_of_kernel(table: Table, kernel: str, threads: int) -> Record | None:
+    rows = table.measured().where(kernel=kernel, threads=threads).records
+    return max(rows, key=lambda r: r.gflops_median) if rows else None
+
+
+def noisy(table: Table, limit: float = CV_FLAG) -> list:
+    """Measured points whose real time varies more than `limit` (a fraction) across repetitions."""
+    rows = [r for r in table.measured() if math.isfinite(r.time_ms_cv) and r.time_ms_cv > limit]
+    return sorted(rows, key=lambda r: -r.time_ms_cv)
+
+
+def skipped_points(table: Table) -> list:
+    return table.skipped().sorted().records
+
+
+def causal_ratios(table: Table) -> list:
+    """(record non-causal, record causal, time ratio) for every point measured both ways."""
+    out = []
+    measured = table.measured()
+    for r in measured.where(causal=True).sorted().records:
+        full = measured.one(run=r.run, kernel=r.kernel, n=r.n, d=r.d, threads=r.threads, causal=False)
+        if full:
+            out.append((full, r, full.time_ms_median / r.time_ms_median))
+    return out
+
+
+def arithmetic_intensity(r: Record) -> float:
+    """FLOPs per byte of compulsory traffic (the benchmark's flops_per_call / bytes_moved)."""
+    return r.flops_per_call_median / r.bytes_moved_median if r.bytes_moved_median else math.nan
+
+
+def ridge(run, threads: int) -> float | None:
+    peak, bandwidth = run.fma_peak_gflops(threads), run.triad_gbs(threads)
+    return peak / bandwidth if peak and bandwidth else None
+
+
+def cache_fit_n(run, level: int) -> float | None:
+    """The largest n whose fp32 score matrix (4 n^2 bytes) fits in this cache level."""
+    size = run.cache_bytes(level)
+    return math.sqrt(size / 4) if size else None
+
+
+def largest_common_n(table: Table, kernels: list, d: int, threads: int, causal: bool = False) -> int | None:
+    sets = [set(table.measured().where(kernel=k, d=d, threads=threads, causal=causal).column("n")) for k in kernels]
+    common = set.intersection(*sets) if sets else set()
+    return int(max(common)) if common else None
+
+
+def load_warning(run) -> str | None:
+    """A sentence when the machine was busy as the run began (1-minute load over 0.5 per CPU)."""
+    load = run.context.get("load_avg")
+    cpus = run.context.get("num_cpus")
+    if not load or not cpus:
+        return None
+    if float(load[0]) > 0.5 * float(cpus):
+        return (f"the machine was busy when the run began: load average {load[0]:.2f} on {cpus} CPUs, "
+                "so other work shared the cores and the timings are noisier and slower than a quiet machine's")
+    return None

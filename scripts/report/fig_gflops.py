@@ -1,0 +1,47 @@
+"""Figure 3: GFLOP/s against n per kernel, under the machine's measured FMA peak as a ceiling."""
+from __future__ import annotations
+
+import analysis
+import formatting as fmt
+import plotting
+from loader import Table
+
+STEM = "fig3_gflops_vs_n"
+TITLE = "Throughput vs sequence length"
+
+
+def draw(table: Table, out_dir) -> plotting.FigureFile:
+    plt = plotting.plt
+    run = table.runs[0]
+    data = table.where(causal=False)
+    dims, threads = data.values("d"), analysis.thread_counts(data)
+    all_threads = analysis.threads_all(data)
+    kernels = data.measured().values("kernel")
+    fig, axes = plt.subplots(len(threads), len(dims), figsize=(5.0 * len(dims), 4.0 * len(threads)),
+                             squeeze=False, sharey=True)
+    for row, t in enumerate(threads):
+        peak = run.fma_peak_gflops(t)
+        for col, d in enumerate(dims):
+            ax = axes[row][col]
+            ns_here = []
+            for kernel in kernels:
+                n, gflops = data.series("gflops_median", kernel=kernel, d=d, threads=t)
+                if len(n):
+                    ax.plot(n, gflops, **plotting.kernel_style(kernel), markersize=4, linewidth=1.3)
+                    ns_here.extend(n)
+            if not ns_here:
+                plotting.no_data(ax)
+                continue
+            if peak:
+                isa = run.context.get(f"fma_peak_isa_threads_{t}", "")
+                ax.axhline(peak, color="black", linewidth=1.4)
+                ax.text(min(ns_here), peak, f" measured FMA peak {fmt.sig(peak)} GFLOP/s ({isa})", va="bottom", fontsize=7.5)
+            ax.set_yscale("log")
+            plotting.log_n_axis(ax, ns_here)
+            ax.set_title(f"d = {d}, {plotting.threads_label(t, all_threads)}")
+            ax.set_xlabel("sequence length n (queries = keys)")
+            ax.set_ylabel("GFLOP/s (4·n²·d FLOPs per call / time)")
+    fig.suptitle("Throughput vs n: one head, fp32, not causal; the black line is the measured fp32 FMA peak")
+    plotting.kernel_legend(fig, kernels)
+    plotting.finish(fig)
+    return plotting.save(fig, out_dir, STEM, TITLE)

@@ -1,0 +1,386 @@
+"""The one loader: Google Benchmark JSON from attnbench_bench -> one table of points.
+
+This is the only code that splits benchmark names into columns; every figure and every sentence
+of the report reads the `Table` it returns.
+
+A name reads `<strategy>/<backend>[/<isa>]/n:<n>/d:<d>/threads:<t>/causal:<0|1>` for the matrix of
+square one-head points, or spells out the shape for the others:
+`.../q:<q_len>/kv:<kv_len>/d:<d>[/heads:<h>/kv_heads:<h>]/threads:<t>/causal:<0|1>` (decoding: one
+query over many keys; grouped-query attention: several query heads per key/value head). Google
+Benchmark then appends (`/iterations:1` for a point that runs one call per repetition,
+`/repeats:3`, `/real_time`, and for an aggregate `_mean`, `_median`, `_stddev` or `_cv`). A point is
+one `run_name`; its median, mean and coefficient of variation come from the aggregates (or, when
+the JSON holds only the repetitions, are computed from them here). A skipped point is a set of
+`error_occurred` repetitions whose message starts with "skipped: ".
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+
+# JSON counter name -> column stem. Times are in the column stem "time_ms".
+COUNTERS = {
+    "GFLOP/s": "gflops",
+    "pct_peak": "pct_peak",
+    "scratch_bytes": "scratch_bytes",
+    "rss_peak_bytes": "rss_peak_bytes",
+    "score_matrix_bytes": "score_matrix_bytes",
+    "bytes_moved": "bytes_moved",
+    "flops_per_call": "flops_per_call",
+}
+MEASURES = ("time_ms",) + tuple(COUNTERS.values())
+STATS = ("median", "mean", "cv")
+
+_TIME_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+_AGGREGATE_SUFFIX = re.compile(r"_(mean|median|stddev|cv)$")
+# Order of kernels in every table and legend: strategy, then backend from fastest to plainest.
+_STRATEGY_ORDER = ("tiled", "naive")
+_BACKEND_ORDER = ("simd", "openblas", "autovec", "scalar")
+_ISA_ORDER = ("avx512f", "avx2", "sse4.2", "")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One results.json: where it came from and its context (the machine, the build, the ceilings)."""
+
+    index: int
+    label: str
+    path: Path
+    context: dict
+
+    def _number(self, key: str) -> float | None:
+        value = self.context.get(key)
+        try:
+            return float(value) if value is not None else None
+        except (TypeError, ValueError):
+            return None
+
+    def fma_peak_gflops(self, threads: int) -> float | None:
+        """Measured fp32 FMA peak for this thread count (GFLOP/s), if the run measured it."""
+        return self._number(f"fma_peak_gflops_threads_{threads}")
+
+    def triad_gbs(self, threads: int) -> float | None:
+        """Measured STREAM-like triad bandwidth for this thread count (GB/s)."""
+        return self._number(f"triad_gbs_threads_{threads}")
+
+    @property
+    def threads_all(self) -> int | None:
+        value = self._number("threads_all")
+        return int(value) if value else None
+
+    @property
+    def memory_bytes(self) -> float | None:
+        return self._number("memory_bytes")
+
+    @property
+    def naive_memory_budget_bytes(self) -> float | None:
+        return self._number("naive_memory_budget_bytes")
+
+    def dispatch(self, kernel: str) -> str | None:
+        """The concrete kernel a dispatching entry (`tiled/simd`) resolved to in this run."""
+        return self.context.get(f"dispatch {kernel}")
+
+    def cache_bytes(self, level: int) -> float | None:
+        """Size of the data or unified cache at this level, from Google Benchmark's `caches`."""
+        for cache in self.context.get("caches", []):
+            if cache.get("level") == level and cache.get("type") in ("Data", "Unified"):
+                return float(cache["size"])
+        return None
+
+
+@dataclass(frozen=True)
+class Record:
+    """One benchmark point of one run. Values of a skipped point are NaN."""
+
+    run: int
+    name: str  # the point's run_name, as Google Benchmark wrote it
+    kernel: str  # strategy/backend[/isa]
+    strategy: str
+    backend: str
+    isa: str  # "" for kernels without an ISA
+    family: str  # "matrix" (n: one square head), "decode" (q_len < kv_len) or "gqa" (several heads)
+    n: int  # the sequence length: q_len = kv_len for the matrix, kv_len (the keys) otherwise
+    q_len: int
+    kv_len: int
+    heads: int  # query heads
+    kv_heads: int
+    d: int
+    threads: int
+    causal: bool
+    one_call_per_repetition: bool  # `/iterations:1` in the name
+    repetitions: int
+    skipped: bool
+    skip_reason: str
+    time_ms_median: float
+    time_ms_mean: float
+    time_ms_cv: float
+    gflops_median: float
+    gflops_mean: float
+    gflops_cv: float
+    pct_peak_median: float
+    pct_peak_mean: float
+    pct_peak_cv: float
+    scratch_bytes_median: float
+    scratch_bytes_mean: float
+    scratch_bytes_cv: float
+    rss_peak_bytes_median: float
+    rss_peak_bytes_mean: float
+    rss_peak_bytes_cv: float
+    score_matrix_bytes_median: float
+    score_matrix_bytes_mean: float
+    score_matrix_bytes_cv: float
+    bytes_moved_median: float
+    bytes_moved_mean: float
+    bytes_moved_cv: float
+    flops_per_call_median: float
+    flops_per_call_mean: float
+    flops_per_call_cv: float
+
+    @property
+    def point(self) -> tuple:
+        """What identifies the point across runs."""
+        return (self.kernel, self.family, self.q_len, self.kv_len, self.heads, self.kv_heads, self.d,
+                self.threads, self.causal)
+
+    @property
+    def shape(self) -> str:
+        """The problem size in words: "n = 512", "q = 1, kv = 8192", "n = 512, 8 heads over 2 kv heads"."""
+        if self.q_len == self.kv_len:
+            size = f"n = {self.n}"
+        else:
+            size = f"q = {self.q_len}, kv = {self.kv_len}"
+        if self.heads != 1 or self.kv_heads != 1:
+            size += f", {self.heads} heads over {self.kv_heads} kv heads"
+        return size
+
+
+def kernel_sort_key(kernel: str) -> tuple:
+    parts = kernel.split("/")
+    strategy, backend = parts[0], parts[1] if len(parts) > 1 else ""
+    isa = parts[2] if len(parts) > 2 else ""
+
+    def rank(order, value):
+        return order.index(value) if value in order else len(order)
+
+    return (rank(_BACKEND_ORDER, backend), rank(_ISA_ORDER, isa), rank(_STRATEGY_ORDER, strategy), kernel)
+
+
+def parse_name(name: str) -> dict:
+    """Split a benchmark name into its columns. For example
+    `tiled/simd/avx2/n:128/d:64/threads:1/causal:0/iterations:1/repeats:3/real_time_cv` gives kernel
+    `tiled/simd/avx2` (strategy tiled, backend simd, isa avx2), n 128, d 64, threads 1, causal False,
+    one call per repetition, aggregate `cv`. Raises ValueError for a name without those columns."""
+    match = _AGGREGATE_SUFFIX.search(name)
+    aggregate = match.group(1) if match else None
+    if match:
+        name = name[: match.start()]
+    kernel_parts, args = [], {}
+    for token in name.split("/"):
+        if ":" in token:
+            key, _, value = token.partition(":")
+            args[key] = value
+        elif not args:
+            kernel_parts.append(token)
+        # bare tokens after the arguments (real_time, manual_time) carry no column
+    if "n" in args:
+        args.setdefault("q", args["n"])
+        args.setdefault("kv", args["n"])
+    missing = [key for key in ("q", "kv", "d", "threads", "causal") if key not in args]
+    if len(kernel_parts) < 2 or missing:
+        raise ValueError(f"benchmark name {name!r}: expected strategy/backend[/isa] then n: (or q: and kv:), d:, "
+                         f"threads:, causal:" + (f"; missing {', '.join(missing)}" if missing else ""))
+    q_len, kv_len = int(args["q"]), int(args["kv"])
+    heads, kv_heads = int(args.get("heads", 1)), int(args.get("kv_heads", 1))
+    if heads != 1 or kv_heads != 1:
+        family = "gqa"
+    elif q_len != kv_len:
+        family = "decode"
+    else:
+        family = "matrix"
+    return {
+        "kernel": "/".join(kernel_parts),
+        "strategy": kernel_parts[0],
+        "backend": kernel_parts[1],
+        "isa": "/".join(kernel_parts[2:]),
+        "family": family,
+        "n": kv_len,
+        "q_len": q_len,
+        "kv_len": kv_len,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "d": int(args["d"]),
+        "threads": int(args["threads"]),
+        "causal": args["causal"] not in ("0", "false"),
+        "one_call_per_repetition": args.get("iterations") == "1",
+        "aggregate": aggregate,
+    }
+
+
+def _value(entry: dict, measure: str, ratio: bool = False) -> float:
+    """A measure of one JSON entry; `ratio` for the cv aggregate, a plain fraction in any time unit."""
+    if measure == "time_ms":
+        unit = entry.get("time_unit", "ns")
+        return float(entry["real_time"]) * (1.0 if ratio else _TIME_UNIT_MS[unit])
+    key = next(k for k, v in COUNTERS.items() if v == measure)
+    return float(entry[key]) if key in entry else math.nan
+
+
+def _stats_from_aggregates(aggregates: dict) -> dict:
+    out = {}
+    for measure in MEASURES:
+        for stat in STATS:
+            entry = aggregates.get(stat)
+            out[f"{measure}_{stat}"] = _value(entry, measure, ratio=stat == "cv") if entry else math.nan
+    return out
+
+
+def _stats_from_repetitions(entries: list) -> dict:
+    """Median, mean and CV (stddev / mean, as Google Benchmark computes it) of plain repetitions."""
+    out = {}
+    for measure in MEASURES:
+        values = np.array([_value(e, measure) for e in entries], dtype=float)
+        mean = float(np.mean(values))
+        cv = float(np.std(values, ddof=1) / mean) if len(values) > 1 and mean != 0 else math.nan
+        out[f"{measure}_median"] = float(np.median(values))
+        out[f"{measure}_mean"] = mean
+        out[f"{measure}_cv"] = cv
+    return out
+
+
+def _run_label(path: Path, context: dict) -> str:
+    folder = path.parent.name
+    if folder and folder not in (".", "") and path.name == "results.json":
+        return folder
+    host = context.get("host_name", "run")
+    date = str(context.get("date", ""))[:16].replace("T", " ")
+    return f"{host} {date}".strip() if date else f"{host} ({path.name})"
+
+
+def results_path(path_like: str | Path) -> Path:
+    """A run folder or a JSON file -> the JSON file."""
+    path = Path(path_like)
+    if path.is_dir():
+        path = path / "results.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path_like}: no results.json there (expected a run folder or a JSON file)")
+    return path
+
+
+def _records_of(run: Run, benchmarks: list) -> list:
+    groups: dict[str, list] = {}
+    for entry in benchmarks:
+        name = entry.get("run_name") or _AGGREGATE_SUFFIX.sub("", entry["name"])
+        groups.setdefault(name, []).append(entry)
+    records = []
+    for name, entries in groups.items():
+        columns = parse_name(name)
+        columns.pop("aggregate")
+        errors = [e for e in entries if e.get("error_occurred")]
+        aggregates = {e["aggregate_name"]: e for e in entries
+                      if e.get("run_type") == "aggregate" and not e.get("error_occurred")}
+        repetitions = [e for e in entries if e.get("run_type") != "aggregate" and not e.get("error_occurred")]
+        skipped = not aggregates and not repetitions
+        if skipped:
+            message = errors[0].get("error_message", "") if errors else "no measurement in the JSON"
+            reason = message[len("skipped: "):] if message.startswith("skipped: ") else message
+            stats = {f"{m}_{s}": math.nan for m in MEASURES for s in STATS}
+        else:
+            reason = ""
+            stats = _stats_from_aggregates(aggregates) if "median" in aggregates else _stats_from_repetitions(repetitions)
+        count = int(entries[0].get("repetitions", len(repetitions) or len(errors) or 1))
+        records.append(Record(run=run.index, name=name, repetitions=count, skipped=skipped,
+                              skip_reason=reason, **columns, **stats))
+    return records
+
+
+def load(paths: Iterable[str | Path]) -> "Table":
+    """Read one or more results.json (or run folders) into one table; each file is one run."""
+    runs, records = [], []
+    for index, path_like in enumerate(paths):
+        path = results_path(path_like)
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if "benchmarks" not in data:
+            raise ValueError(f"{path}: not Google Benchmark JSON (no 'benchmarks')")
+        context = data.get("context", {})
+        label = _run_label(path, context)
+        if any(r.label == label for r in runs):
+            label = f"{label} #{index + 1}"
+        run = Run(index=index, label=label, path=path, context=context)
+        runs.append(run)
+        records.extend(_records_of(run, data["benchmarks"]))
+    if not runs:
+        raise ValueError("no results given")
+    return Table(records, runs)
+
+
+@dataclass
+class Table:
+    """The points of one or more runs, with filters that every figure and the text share."""
+
+    records: list
+    runs: list = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def where(self, **equal) -> "Table":
+        """Rows whose columns equal the given values; a list or tuple value means any of them."""
+
+        def keep(r):
+            for key, want in equal.items():
+                have = getattr(r, key)
+                if isinstance(want, (list, tuple, set, frozenset)):
+                    if have not in want:
+                        return False
+                elif have != want:
+                    return False
+            return True
+
+        return Table([r for r in self.records if keep(r)], self.runs)
+
+    def matrix(self) -> "Table":
+        """The square one-head points of the n x d matrix, which the figures and most text read."""
+        return self.where(family="matrix")
+
+    def measured(self) -> "Table":
+        return Table([r for r in self.records if not r.skipped], self.runs)
+
+    def skipped(self) -> "Table":
+        return Table([r for r in self.records if r.skipped], self.runs)
+
+    def sorted(self, *keys: str) -> "Table":
+        keys = keys or ("run", "kernel", "d", "threads", "causal", "n")
+
+        def key(r):
+            return tuple(kernel_sort_key(r.kernel) if k == "kernel" else getattr(r, k) for k in keys)
+
+        return Table(sorted(self.records, key=key), self.runs)
+
+    def column(self, name: str) -> np.ndarray:
+        return np.array([getattr(r, name) for r in self.records])
+
+    def values(self, name: str) -> list:
+        """The distinct values of a column, sorted (kernels in the report's order)."""
+        distinct = {getattr(r, name) for r in self.records}
+        if name == "kernel":
+            return sorted(distinct, key=kernel_sort_key)
+        return sorted(distinct)
+
+    def one(self, **equal) -> Record | None:
+        rows = self.where(**equal).records
+        return rows[0] if rows else None
+
+    def series(self, measure: str, **equal) -> tuple:
+        """(n, value) arrays of the measured points matching `equal`, sorted by n."""
+        rows = self.where(**equal).measured().sorted("n")
+        return rows.column("n").astype(float), rows.column(measure).astype(float)

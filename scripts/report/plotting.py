@@ -1,0 +1,156 @@
+"""What every figure shares: the Agg backend, one style per kernel, log axes over n, saving PNG + SVG."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, never a window: CI has no display
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
+
+import formatting  # noqa: E402
+
+plt.rcParams.update({
+    "figure.dpi": 100,
+    "savefig.dpi": 110,
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.fontsize": 7.5,
+    "svg.fonttype": "none",  # text stays text in the SVG: smaller, selectable, searchable
+})
+
+# One colour per backend (and ISA), one line style per strategy: tiled solid, naive dashed.
+_BACKEND_COLORS = {
+    "simd/avx512f": "#1f77b4",
+    "simd/avx2": "#17becf",
+    "simd/sse4.2": "#9467bd",
+    "openblas": "#d62728",
+    "autovec": "#2ca02c",
+    "scalar": "#7f7f7f",
+}
+_EXTRA_COLORS = ["#ff7f0e", "#8c564b", "#e377c2", "#bcbd22"]
+RUN_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
+
+
+@dataclass(frozen=True)
+class FigureFile:
+    """A figure written to disk: its PNG (for Markdown) and SVG (for the HTML page)."""
+
+    stem: str
+    title: str
+    png: Path
+    svg: Path
+
+
+def kernel_style(kernel: str) -> dict:
+    parts = kernel.split("/")
+    backend = "/".join(parts[1:])
+    color = _BACKEND_COLORS.get(backend)
+    if color is None:
+        color = _EXTRA_COLORS[sum(map(ord, backend)) % len(_EXTRA_COLORS)]
+    tiled = parts[0] == "tiled"
+    return {"color": color, "linestyle": "-" if tiled else "--", "marker": "o" if tiled else "s"}
+
+
+def log_n_axis(ax, ns) -> None:
+    """Log x axis with a tick at each measured n, labelled plainly (128, 4096, 65536)."""
+    ax.set_xscale("log", base=2)
+    ns = sorted({int(n) for n in ns})
+    if ns:
+        ax.xaxis.set_major_locator(FixedLocator(ns))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{int(round(v)):,}" if v >= 1 else f"{v:g}"))
+        for label in ax.get_xticklabels():
+            label.set_rotation(0)
+
+
+def bytes_axis(axis) -> None:
+    axis.set_major_formatter(FuncFormatter(lambda v, _: formatting.bytes_(v)))
+
+
+def save(fig, out_dir: Path, stem: str, title: str) -> FigureFile:
+    """Write `stem`.png and `stem`.svg into out_dir (deterministic: no dates, fixed SVG ids)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    png, svg = out_dir / f"{stem}.png", out_dir / f"{stem}.svg"
+    fig.savefig(png, metadata={"Software": None}, bbox_inches="tight")
+    # The salt makes clip-path ids unique per figure, so several SVGs can share one HTML page.
+    with plt.rc_context({"svg.hashsalt": stem}):
+        fig.savefig(svg, metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+    plt.close(fig)
+    return FigureFile(stem=stem, title=title, png=png, svg=svg)
+
+
+def finish(fig) -> None:
+    """tight_layout leaving room at the top for the suptitle (about 0.45 inch, whatever the height)."""
+    height = fig.get_size_inches()[1]
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / height))
+
+
+def log_speedup_axis(axis) -> None:
+    """Log axis labelled 0.5x, 1x, 2x, 5x ... with no minor labels."""
+    from matplotlib.ticker import LogLocator
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_minor_locator(NullLocator())
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+
+
+def no_data(ax, message: str = "no measured points") -> None:
+    ax.text(0.5, 0.5, message, transform=ax.transAxes, ha="center", va="center", color="0.4")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def threads_label(threads: int, all_threads: int) -> str:
+    if threads == 1:
+        return "1 thread"
+    return f"{threads} threads" + (" (all)" if threads == all_threads else "")
+
+
+def kernel_legend(fig, kernels: list, extra: list = ()) -> None:
+    """One legend for the whole figure, under the axes: a line per kernel in its style."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], **kernel_style(k), markersize=5) for k in kernels]
+    labels = list(kernels)
+    for handle, label in extra:
+        handles.append(handle)
+        labels.append(label)
+    columns = min(4, max(1, len(labels)))
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=columns, frameon=False)
+
+
+def spread_labels(ax, items: list, min_gap_fraction: float = 0.055) -> None:
+    """Write text labels at the right end of curves on a log y axis, nudged apart so none overlap.
+    items: (x, y, text, color)."""
+    import math
+
+    low, high = ax.get_ylim()
+    gap = min_gap_fraction * (math.log10(high) - math.log10(low))
+    by_x = {}
+    for item in items:  # labels at the same x compete for room; others do not
+        by_x.setdefault(item[0], []).append(item)
+    for group in by_x.values():
+        _spread(ax, group, gap, math.log10(high))
+
+
+def _spread(ax, items: list, gap: float, log_high: float) -> None:
+    import math
+
+    items = sorted(items, key=lambda item: item[1])
+    ys = [math.log10(item[1]) for item in items]
+    for i in range(1, len(ys)):  # push up to keep the gap ...
+        ys[i] = max(ys[i], ys[i - 1] + gap)
+    top = log_high - gap / 2
+    if ys[-1] > top:  # ... then back down from the top of the axes
+        ys[-1] = top
+        for i in range(len(ys) - 2, -1, -1):
+            ys[i] = min(ys[i], ys[i + 1] - gap)
+    for (x, y, text, color), ly in zip(items, ys):
+        ax.annotate(text, xy=(x, y), xytext=(x * 1.12, 10 ** ly), color=color, fontsize=8,
+                    va="center", ha="left")

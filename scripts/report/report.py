@@ -1,0 +1,95 @@
+#!/usr/bin/python3
+"""The attnbench report: figures and text generated from Google Benchmark JSON.
+
+    scripts/report/report.py RUN_DIR_OR_JSON [RUN2 ...] [--out DIR]
+
+One run: report.md (GitHub Markdown, figures as PNG links), report.html (one self-contained page,
+figures inlined as SVG) and the figures fig1..fig7 as PNG and SVG, written next to the JSON (or
+into DIR). Several runs: a side-by-side comparison of machines or commits (GFLOP/s at the points
+the runs share, with ratios, and figures overlaying the runs), written to a compare-* folder in the
+first run's folder (or into DIR). Run with Debian's /usr/bin/python3 (matplotlib, numpy, jinja2).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import compare  # noqa: E402
+import fig_gflops  # noqa: E402
+import fig_heatmap  # noqa: E402
+import fig_memory  # noqa: E402
+import fig_roofline  # noqa: E402
+import fig_speedup  # noqa: E402
+import fig_threads  # noqa: E402
+import fig_time  # noqa: E402
+import formatting  # noqa: E402
+import loader  # noqa: E402
+import narrative  # noqa: E402
+import render  # noqa: E402
+
+FIGURES = (fig_time, fig_memory, fig_gflops, fig_heatmap, fig_speedup, fig_roofline, fig_threads)
+
+
+def single_report(table: loader.Table, out_dir: Path) -> list:
+    """Every figure, then the text, for the one run in `table`; returns the files written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figures = {}
+    if len(table.matrix().measured()):  # the figures read the n x d matrix of square one-head points
+        for module in FIGURES:
+            written = module.draw(table.matrix(), out_dir)
+            figures[written.stem] = written
+    document = narrative.build(table, figures)
+    md = render.write_markdown(document, out_dir)
+    page = render.write_html(document, out_dir)
+    return [md, page] + [f for fig in figures.values() for f in (fig.png, fig.svg)]
+
+
+def comparison_report(table: loader.Table, out_dir: Path) -> list:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    document, figures = compare.build(table, out_dir)
+    md = render.write_markdown(document, out_dir)
+    page = render.write_html(document, out_dir)
+    return [md, page] + [f for fig in figures for f in (fig.png, fig.svg)]
+
+
+def default_out_dir(table: loader.Table) -> Path:
+    first = table.runs[0].path.parent
+    if len(table.runs) == 1:
+        return first
+    others = "-vs-".join(formatting.slug(run.label)[:40] for run in table.runs[1:])
+    return first / f"compare-{others}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR_OR_JSON",
+                        help="a run folder holding results.json, or a Google Benchmark JSON file")
+    parser.add_argument("--out", type=Path, help="write here instead of next to the (first) JSON")
+    args = parser.parse_args(argv)
+    start = time.monotonic()
+    try:
+        table = loader.load(args.runs)
+    except (OSError, ValueError) as error:
+        print(f"report.py: {error}", file=sys.stderr)
+        return 2
+    if not len(table.measured()):
+        print(f"report.py: {', '.join(args.runs)}: no measured point to report", file=sys.stderr)
+        return 2
+    out_dir = args.out or default_out_dir(table)
+    if len(table.runs) == 1:
+        written = single_report(table, out_dir)
+    else:
+        written = comparison_report(table, out_dir)
+    print(f"report: {len(table)} points from {len(table.runs)} run(s) -> {out_dir}/report.md, report.html "
+          f"and {len(written) - 2} figure files ({time.monotonic() - start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
