@@ -36,6 +36,7 @@ build/bin/attnbench_bench --preset="$preset" \
   --benchmark_out="$out/results.json" --benchmark_out_format=json \
   "${extra[@]}" | tee "$out/console.txt"
 echo "study: benchmark took $(( $(date +%s) - start )) s"
+build/bin/attnbench demo all --json "$out/demos.json"
 
 if [[ -f scripts/report/report.py ]]; then
   /usr/bin/python3 scripts/report/report.py "$out"

@@ -5,9 +5,10 @@
 
 One run: report.md (GitHub Markdown, figures as PNG links), report.html (one self-contained page,
 figures inlined as SVG) and the figures fig1..fig7 as PNG and SVG, written next to the JSON (or
-into DIR). Several runs: a side-by-side comparison of machines or commits (GFLOP/s at the points
-the runs share, with ratios, and figures overlaying the runs), written to a compare-* folder in the
-first run's folder (or into DIR). Run with Debian's /usr/bin/python3 (matplotlib, numpy, jinja2).
+into DIR); when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
+section too, with its figures concepts_*. Several runs: a side-by-side comparison of machines or
+commits (GFLOP/s at the points the runs share, with ratios, and figures overlaying the runs),
+written to a compare-* folder in the first run's folder (or into DIR). Run with Debian's /usr/bin/python3 (matplotlib, numpy, jinja2).
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import compare  # noqa: E402
+import demos  # noqa: E402
+import fig_concepts  # noqa: E402
 import fig_gflops  # noqa: E402
 import fig_heatmap  # noqa: E402
 import fig_memory  # noqa: E402
@@ -43,10 +46,23 @@ def single_report(table: loader.Table, out_dir: Path) -> list:
         for module in FIGURES:
             written = module.draw(table.matrix(), out_dir)
             figures[written.stem] = written
-    document = narrative.build(table, figures)
+    concepts = load_demos(table.runs[0].path)
+    if concepts:  # the Concepts section: the demos' figures, when demos.json lies next to the JSON
+        figures.update({f.stem: f for f in fig_concepts.draw(concepts, out_dir).values()})
+    document = narrative.build(table, figures, concepts)
     md = render.write_markdown(document, out_dir)
     page = render.write_html(document, out_dir)
     return [md, page] + [f for fig in figures.values() for f in (fig.png, fig.svg)]
+
+
+def load_demos(results_json: Path) -> dict | None:
+    """The demos' numbers next to the run (`attnbench demo all --json`), or None: no file, or one that
+    cannot be read (said on stderr; the report is made without its Concepts section)."""
+    try:
+        return demos.load_next_to(results_json)
+    except (OSError, ValueError) as error:
+        print(f"report.py: {error}; the report leaves out its Concepts section", file=sys.stderr)
+        return None
 
 
 def comparison_report(table: loader.Table, out_dir: Path) -> list:

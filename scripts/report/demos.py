@@ -1,0 +1,127 @@
+"""The demos' numbers: `attnbench demo all --json demos.json` (src/demo/) -> one dict per demo.
+
+Not benchmark JSON (loader.py reads that): `{"demos": {NAME: {...}}}`, one object per demo that
+ran, inf and NaN written as the strings "inf", "-inf" and "nan". The report draws the "Concepts"
+section from it when a demos.json lies next to the run's results.json (scripts/study.sh writes
+one). The derived numbers that the figures and the text share are computed here, so they agree.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+FILE_NAME = "demos.json"
+NAMES = ("softmax", "bottleneck", "alignment", "quadratic", "order", "uniform")  # `demo all` order
+
+# The fields each demo must have (README "Demos"); rows and cases are checked one level down.
+FIELDS = {
+    "softmax": ("kernel", "large_logits", "naive_exp", "naive_sum", "naive_weights", "stable_weights",
+                "small_logits", "naive_small_weights", "stable_small_weights", "worked_logits",
+                "worked_weights", "score_ratio", "weight_ratio"),
+    "bottleneck": ("kernel", "dim", "seeds", "sharpness", "rows"),
+    "alignment": ("kernel", "source", "target", "source_embedding", "target_embedding", "weights", "aligned"),
+    "quadratic": ("naive_kernel", "tiled_kernel", "head_dim", "reps", "time_exponent", "time_log_intercept",
+                  "tiled_bytes_fixed", "tiled_bytes_per_key", "memory_budget_bytes", "rows"),
+    "order": ("kernel", "sentence_a", "sentence_b", "dim", "without_positions", "with_positions"),
+    "uniform": ("kernel", "n", "dim", "cases"),
+}
+ROW_FIELDS = {
+    ("bottleneck", "rows"): ("n", "mean_pooled_error", "attention_error", "attention_worst_error"),
+    ("quadratic", "rows"): ("n", "measured", "score_matrix_bytes", "naive_scratch_bytes", "naive_ms",
+                            "tiled_scratch_bytes", "tiled_ms"),
+    ("uniform", "cases"): ("how", "weights", "output", "mean", "max_difference"),
+}
+_NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def path_next_to(results_json: Path) -> Path:
+    return Path(results_json).parent / FILE_NAME
+
+
+def load(path: Path) -> dict:
+    """demos.json -> {name: demo} in `demo all` order, the non-finite strings as floats. Raises
+    ValueError (naming the file, the demo and the field) for a file that is not the demos' JSON."""
+    path = Path(path)
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    if not isinstance(data, dict) or not isinstance(data.get("demos"), dict):
+        raise ValueError(f"{path}: not attnbench demo JSON (no 'demos' object)")
+    demos = {}
+    for name in NAMES:  # a demo that did not run (`attnbench demo softmax --json`) is simply absent
+        demo = data["demos"].get(name)
+        if demo is None:
+            continue
+        missing = [k for k in FIELDS[name] if k not in demo]
+        for (owner, key), fields in ROW_FIELDS.items():
+            if owner == name and key not in missing:
+                missing += [f"{key}[{i}].{k}" for i, row in enumerate(demo[key]) for k in fields if k not in row]
+        if missing:
+            raise ValueError(f"{path}: demo {name}: missing {', '.join(missing)}")
+        demos[name] = _numbers(demo)
+    return demos
+
+
+def load_next_to(results_json: Path) -> dict | None:
+    """The demos next to a run's results.json, or None when there is no demos.json."""
+    path = path_next_to(results_json)
+    return load(path) if path.is_file() else None
+
+
+def _numbers(value):
+    if isinstance(value, str):
+        return _NON_FINITE.get(value, value)
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    return value
+
+
+def finite(values) -> bool:
+    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
+
+
+def max_abs_difference(a, b) -> float:
+    return max(abs(x - y) for x, y in zip(a, b))
+
+
+# --- derived numbers shared by fig_concepts.py and narrative.py -----------------------------------
+
+def sharpening(softmax: dict) -> tuple:
+    """The worked example's first and third logits (2.1, 1.3) and exp of their difference, which the
+    weight ratio equals: (score_hi, score_lo, exp(score_hi - score_lo))."""
+    hi, lo = softmax["worked_logits"][0], softmax["worked_logits"][2]
+    return hi, lo, math.exp(hi - lo)
+
+
+def row_sums(alignment: dict) -> list:
+    return [math.fsum(row) for row in alignment["weights"]]
+
+
+def crossing(alignment: dict) -> bool:
+    """True when the alignment is not monotone (a target word further on reads an earlier source word)."""
+    aligned = alignment["aligned"]
+    return any(b < a for a, b in zip(aligned, aligned[1:]))
+
+
+def quadratic_rows(quadratic: dict) -> tuple:
+    """(measured rows, extrapolated rows)."""
+    rows = quadratic["rows"]
+    return [r for r in rows if r["measured"]], [r for r in rows if not r["measured"]]
+
+
+def quadratic_time_ms(quadratic: dict, n) -> float:
+    """The demo's fit of the naive kernel's time: ln ms = a + b ln n."""
+    return math.exp(quadratic["time_log_intercept"] + quadratic["time_exponent"] * math.log(n))
+
+
+def quadratic_tiled_bytes(quadratic: dict, n) -> float:
+    """The demo's line through the tiled kernel's measured scratch: fixed + per key * n."""
+    return quadratic["tiled_bytes_fixed"] + quadratic["tiled_bytes_per_key"] * n
+
+
+def uniform_weight_error(uniform: dict) -> float:
+    """max |weight - 1/n| over every case."""
+    n = uniform["n"]
+    return max(abs(w - 1.0 / n) for case in uniform["cases"] for w in case["weights"])
