@@ -29,16 +29,21 @@ void naive_openblas(const HeadProblem& head, RowRange rows, Workspace& ws) {
   float* S = ws.take<float>(row_count * n);
   std::size_t* keys = ws.take<std::size_t>(row_count);  // keys each row blends (0: zero row)
 
-  // Pass 1, score: S = scale * Q K^T over every key (the causal mask is applied in pass 2).
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(row_count), int(n), int(d), head.scale,
+  // Pass 1, score: S = Q K^T over every key (the causal mask is applied in pass 2). The scale is
+  // applied in pass 2, not as sgemm's alpha: with alpha = 0 a BLAS need not read Q and K at all,
+  // and a NaN or Inf in them would vanish instead of making the row NaN (0 * NaN is NaN).
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(row_count), int(n), int(d), 1.0f,
               head.q + rows.begin * d, int(d), head.k, int(d), 0.0f, S, int(n));
 
-  // Pass 2, normalise each row over its visible keys: P = exp(S - m) / l.
+  // Pass 2, normalise each row over its visible keys: S *= scale, P = exp(S - m) / l.
   for (std::size_t r = 0; r < row_count; ++r) {
     float* s = S + r * n;
     const std::size_t visible = head.visible_keys(rows.begin + r);
     float m = kMinusInf;
-    for (std::size_t j = 0; j < visible; ++j) m = s[j] > m ? s[j] : m;
+    for (std::size_t j = 0; j < visible; ++j) {
+      s[j] *= head.scale;
+      m = s[j] > m ? s[j] : m;
+    }
     const float m_ref = max_reference(m);
     float l = 0.0f;
     for (std::size_t j = 0; j < visible; ++j) {
