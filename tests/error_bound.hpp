@@ -1,0 +1,114 @@
+// The error bound every kernel must meet against the float64 oracle, and the element-by-element
+// comparison that applies it. Free of GoogleTest, so the tests (through oracle_support.hpp), the
+// fuzzers (fuzz/) and the error-growth tool (bench/error_growth.cpp) all use this one definition.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "attnbench.hpp"
+
+namespace attnbench::testing {
+
+// The inputs of one call, not owned.
+struct ProblemView {
+  Shape shape;
+  Options options;
+  const float* q;
+  const float* k;
+  const float* v;
+};
+
+// The error bound for query row i of one head, a worst case rather than a statistical guess:
+//   |o - o_ref| <= u * Vmax * (2 (d + 2) sigma + 2 n + 32),  u = 2^-24 (float's unit roundoff),
+// where sigma = |scale| * max_j sum_c |q_c k_jc| bounds the scores, n is the number of visible
+// keys and Vmax = max |v_jc| over them. Why: each float score carries an error of at most
+// (d + 1) u sigma (a d-term dot product, then the scale) plus u 2 sigma for s - m; a softmax
+// weight moves by a relative 2 x max|score error| under such errors; summing n weights and n
+// weighted values adds n u each; exp, the division and the rescaling add a few u (32 u leaves
+// room for a vectorised exp of a few ulp). Any kernel bug larger than rounding breaks it.
+// It assumes float neither overflows nor underflows on the way (see the README's error bounds).
+inline double row_bound(const ProblemView& p, std::size_t batch, std::size_t head, std::size_t i) {
+  const Shape& s = p.shape;
+  const std::size_t d = s.head_dim;
+  const std::size_t kv_head = head / (s.q_heads / s.kv_heads);
+  const float* q = p.q + ((batch * s.q_heads + head) * s.q_len + i) * d;
+  const float* k = p.k + (batch * s.kv_heads + kv_head) * s.kv_len * d;
+  const float* v = p.v + (batch * s.kv_heads + kv_head) * s.kv_len * d;
+  const HeadProblem shape_only{nullptr, nullptr, nullptr, nullptr, s.q_len, s.kv_len, d,
+                               effective_scale(s, p.options), p.options.causal};
+  const std::size_t n = shape_only.visible_keys(i);
+  double sigma = 0.0, vmax = 0.0;  // std::fmax skips NaN inputs, whose rows the NaN check covers
+  for (std::size_t j = 0; j < n; ++j) {
+    double sum = 0.0;
+    for (std::size_t c = 0; c < d; ++c) {
+      sum += std::fabs(double(q[c]) * double(k[j * d + c]));
+      vmax = std::fmax(vmax, std::fabs(double(v[j * d + c])));
+    }
+    sigma = std::fmax(sigma, sum);
+  }
+  sigma *= std::fabs(double(shape_only.scale));
+  const double u = std::ldexp(1.0, -24);
+  return u * vmax * (2.0 * double(d + 2) * sigma + 2.0 * double(n) + 32.0);
+}
+
+// The first output element found out of bound.
+struct Mismatch {
+  std::size_t batch, head, row, col;
+  double got, want, error, bound;
+
+  std::string describe() const {
+    std::ostringstream s;
+    s << "batch " << batch << " head " << head << " row " << row << " col " << col << ": got "
+      << got << ", oracle " << want << ", error " << error << " > bound " << bound;
+    return s.str();
+  }
+};
+
+struct Comparison {
+  double worst_ratio = 0.0;         // largest |error| / bound over the elements compared
+  std::optional<Mismatch> mismatch;  // set at the first element out of bound; comparing stops
+};
+
+// Compares query row i of (batch, head) with the oracle: NaN and Inf must sit exactly where the
+// oracle has them, every other element within `bound` (the row's row_bound()). Adds to `result`.
+inline void compare_row(const ProblemView& p, const float* out, const double* ref,
+                        std::size_t batch, std::size_t head, std::size_t i, double bound,
+                        Comparison& result) {
+  const Shape& s = p.shape;
+  for (std::size_t c = 0; c < s.head_dim; ++c) {
+    const std::size_t at = ((batch * s.q_heads + head) * s.q_len + i) * s.head_dim + c;
+    const double want = ref[at], got = out[at];
+    const bool same_special = (std::isnan(want) && std::isnan(got)) ||
+                              (std::isinf(want) && got == want);
+    if (same_special) continue;
+    const double err = std::fabs(got - want);
+    const double ratio = bound > 0 ? err / bound : (err == 0 ? 0 : INFINITY);
+    if (!(ratio <= 1.0)) {
+      result.mismatch = Mismatch{batch, head, i, c, got, want, err, bound};
+      result.worst_ratio = INFINITY;
+      return;
+    }
+    result.worst_ratio = std::max(result.worst_ratio, ratio);
+  }
+}
+
+// Every row of the output against the oracle's answer `ref`.
+inline Comparison compare_with_oracle(const ProblemView& p, const float* out, const double* ref) {
+  Comparison result;
+  const Shape& s = p.shape;
+  for (std::size_t b = 0; b < s.batch; ++b) {
+    for (std::size_t h = 0; h < s.q_heads; ++h) {
+      for (std::size_t i = 0; i < s.q_len && !result.mismatch; ++i) {
+        compare_row(p, out, ref, b, h, i, row_bound(p, b, h, i), result);
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace attnbench::testing

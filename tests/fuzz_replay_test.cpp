@@ -1,0 +1,83 @@
+// The fuzzers' seed corpora and every saved crash input, replayed through the fuzzers' own checks
+// (fuzz/attention_case.hpp, fuzz/npy_case.hpp) in the ordinary build, so each is a regression
+// test here and under the sanitizer presets. A crash input the fuzzers find goes into
+// fuzz/regressions/<target>/ (see the README) and is replayed by the tests below from then on.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "attention_case.hpp"
+#include "npy_case.hpp"
+
+namespace attnbench::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kFuzzDir = ATTNBENCH_FUZZ_DIR;
+
+std::vector<fs::path> inputs(const fs::path& directory) {
+  std::vector<fs::path> files;
+  if (fs::is_directory(directory)) {
+    for (const auto& entry : fs::directory_iterator(directory)) {
+      if (entry.is_regular_file() && entry.path().filename().string()[0] != '.') {
+        files.push_back(entry.path());
+      }
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<std::uint8_t> contents(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(FuzzReplay, AttentionSeedCorpus) {
+  const auto files = inputs(kFuzzDir / "corpus" / "attention");
+  EXPECT_GE(files.size(), 20u);
+  for (const fs::path& file : files) {
+    const std::vector<std::uint8_t> bytes = contents(file);
+    const auto failure = check_attention_input(bytes.data(), bytes.size());
+    EXPECT_FALSE(failure) << file.filename() << ": " << *failure;
+  }
+}
+
+TEST(FuzzReplay, AttentionRegressions) {
+  for (const fs::path& file : inputs(kFuzzDir / "regressions" / "attention")) {
+    const std::vector<std::uint8_t> bytes = contents(file);
+    const auto failure = check_attention_input(bytes.data(), bytes.size());
+    EXPECT_FALSE(failure) << file.filename() << ": " << *failure;
+  }
+}
+
+// The seeds say what they test: valid_* files are accepted, every other seed refused.
+TEST(FuzzReplay, NpySeedCorpus) {
+  const auto files = inputs(kFuzzDir / "corpus" / "npy");
+  EXPECT_GE(files.size(), 20u);
+  for (const fs::path& file : files) {
+    const std::vector<std::uint8_t> bytes = contents(file);
+    const auto failure = check_npy_input(bytes.data(), bytes.size());
+    EXPECT_FALSE(failure) << file.filename() << ": " << *failure;
+    const NpyOutcome outcome =
+        parse_outcome({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()});
+    const bool valid = file.filename().string().starts_with("valid_");
+    EXPECT_EQ(outcome.array.has_value(), valid) << file.filename() << ": " << outcome.error;
+  }
+}
+
+TEST(FuzzReplay, NpyRegressions) {
+  for (const fs::path& file : inputs(kFuzzDir / "regressions" / "npy")) {
+    const std::vector<std::uint8_t> bytes = contents(file);
+    const auto failure = check_npy_input(bytes.data(), bytes.size());
+    EXPECT_FALSE(failure) << file.filename() << ": " << *failure;
+  }
+}
+
+}  // namespace
+}  // namespace attnbench::fuzz
