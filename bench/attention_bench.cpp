@@ -179,7 +179,8 @@ class ProgressReporter : public benchmark::ConsoleReporter {
   explicit ProgressReporter(std::size_t total) : total_(total), start_(Clock::now()) {}
   void ReportRuns(const std::vector<Run>& runs) override {
     if (!runs.empty()) {
-      const std::string name = runs.front().run_name.str();
+      // The registered name, without the suffixes Google Benchmark appends (/repeats:3, ...).
+      const std::string name = runs.front().run_name.function_name;
       if (seen_.insert(name).second) {
         done_predicted_ += g_predicted[name];
         const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();

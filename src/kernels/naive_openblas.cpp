@@ -13,9 +13,10 @@
 namespace attnbench::kernels {
 
 namespace {
-// Rows blended by one sgemm: under the causal mask they share the keys the block's first row
-// sees, and each row's few extra keys (at most 47) go through sgemv, so that no row multiplies a
-// key it does not see (a masked key's V may hold NaN, and 0 * NaN is NaN).
+// Rows per sgemm call. Scoring: a fixed block keeps each row's rounding independent of the thread
+// count. Blending: under the causal mask the block's rows share the keys its first row sees, and
+// each row's few extra keys (at most 47) go through sgemv, so that no row multiplies a key it does
+// not see (a masked key's V may hold NaN, and 0 * NaN is NaN).
 constexpr std::size_t kBlendRows = 48;
 }  // namespace
 
@@ -29,11 +30,17 @@ void naive_openblas(const HeadProblem& head, RowRange rows, Workspace& ws) {
   float* S = ws.take<float>(row_count * n);
   std::size_t* keys = ws.take<std::size_t>(row_count);  // keys each row blends (0: zero row)
 
-  // Pass 1, score: S = Q K^T over every key (the causal mask is applied in pass 2). The scale is
-  // applied in pass 2, not as sgemm's alpha: with alpha = 0 a BLAS need not read Q and K at all,
-  // and a NaN or Inf in them would vanish instead of making the row NaN (0 * NaN is NaN).
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(row_count), int(n), int(d), 1.0f,
-              head.q + rows.begin * d, int(d), head.k, int(d), 0.0f, S, int(n));
+  // Pass 1, score: S = Q K^T over every key (the causal mask is applied in pass 2), one sgemm per
+  // block of kBlendRows rows: OpenBLAS may round a row differently depending on how many rows
+  // share a call, and blocks at fixed row offsets keep the output the same for every thread count
+  // (tasks start at multiples of 48 rows). The scale is applied in pass 2, not as sgemm's alpha:
+  // with alpha = 0 a BLAS need not read Q and K at all, and a NaN or Inf in them would vanish
+  // instead of making the row NaN (0 * NaN is NaN).
+  for (std::size_t r0 = 0; r0 < row_count; r0 += kBlendRows) {
+    const std::size_t rb = min_of(kBlendRows, row_count - r0);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rb), int(n), int(d), 1.0f,
+                head.q + (rows.begin + r0) * d, int(d), head.k, int(d), 0.0f, S + r0 * n, int(n));
+  }
 
   // Pass 2, normalise each row over its visible keys: S *= scale, P = exp(S - m) / l.
   for (std::size_t r = 0; r < row_count; ++r) {
