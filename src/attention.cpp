@@ -179,6 +179,8 @@ constexpr std::size_t kRowsPerTask = 48;
 // split depends on the shape only, never on the thread count, so results stay bitwise equal
 // for every thread count.
 constexpr std::size_t kDecodeRows = kRowsPerTask;
+// Keys per packing task: a multiple of every kernel's panel width (at most 32 keys).
+constexpr std::size_t kPackKeys = 256;
 constexpr std::size_t kKeyChunk = 2048;
 
 bool splits_keys(const Kernel& kernel, const Shape& shape) {
@@ -237,15 +239,18 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   };
 
   // Pack every (batch, key/value head) once; the query heads that share it all read the copy.
+  // Tasks of kPackKeys keys, so that a single long head (decoding) packs on every thread.
   float* packed = nullptr;
   std::size_t per_head = 0;
   if (kernel.packing.pack != nullptr) {
     per_head = packed_bytes(kernel, shape) / kv_heads / sizeof(float);
     packed = ws.take<float>(kv_heads * per_head);
-    run_tasks(kv_heads, [&](std::size_t kv, Workspace&) {
+    const std::size_t ranges = (shape.kv_len + kPackKeys - 1) / kPackKeys;
+    run_tasks(kv_heads * ranges, [&](std::size_t t, Workspace&) {
+      const std::size_t kv = t / ranges, first = (t % ranges) * kPackKeys;
       const std::size_t offset = kv * shape.kv_len * d;
-      kernel.packing.pack(tensors.k + offset, tensors.v + offset, shape.kv_len, d,
-                          packed + kv * per_head);
+      kernel.packing.pack(tensors.k + offset, tensors.v + offset, shape.kv_len, d, first,
+                          std::min(first + kPackKeys, shape.kv_len), packed + kv * per_head);
     });
   }
   auto head = [&](std::size_t bh) {

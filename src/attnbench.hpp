@@ -182,11 +182,12 @@ using ComputePartial = void (*)(const HeadProblem& head, RowRange rows, KeyRange
                                 PartialRows out, Workspace& ws);
 
 // Optional step before compute: a kernel that streams K and V in a layout of its own packs them
-// once per (batch, key/value head), and every query head of the group reads that copy.
+// once per (batch, key/value head), and every query head of the group reads that copy. `pack`
+// packs keys [first, last) of one head (first a multiple of 256), so a head packs in parallel.
 struct KvPacking {
   std::size_t (*floats)(std::size_t kv_len, std::size_t head_dim) = nullptr;  // per head
   void (*pack)(const float* k, const float* v, std::size_t kv_len, std::size_t head_dim,
-               float* packed) = nullptr;
+               std::size_t first, std::size_t last, float* packed) = nullptr;
 };
 
 struct Kernel {

@@ -41,13 +41,16 @@ void tiled_simd_avx512f_partial(const HeadProblem& head, RowRange rows, KeyRange
 std::size_t simd_packed_floats_sse4_2(std::size_t kv_len, std::size_t head_dim);
 std::size_t simd_packed_floats_avx2(std::size_t kv_len, std::size_t head_dim);
 std::size_t simd_packed_floats_avx512f(std::size_t kv_len, std::size_t head_dim);
-void simd_pack_sse4_2(const float* k, const float* v, std::size_t kv_len, std::size_t head_dim, float* packed);
-void simd_pack_avx2(const float* k, const float* v, std::size_t kv_len, std::size_t head_dim, float* packed);
+void simd_pack_sse4_2(const float* k, const float* v, std::size_t kv_len, std::size_t head_dim,
+                      std::size_t first, std::size_t last, float* packed);
+void simd_pack_avx2(const float* k, const float* v, std::size_t kv_len, std::size_t head_dim,
+                    std::size_t first, std::size_t last, float* packed);
 // The vectorised exp of each ISA over an array, for its accuracy test.
 void simd_exp_sse4_2(const float* x, float* y, std::size_t n);
 void simd_exp_avx2(const float* x, float* y, std::size_t n);
 void simd_exp_avx512f(const float* x, float* y, std::size_t n);
-void simd_pack_avx512f(const float* k, const float* v, std::size_t kv_len, std::size_t head_dim, float* packed);
+void simd_pack_avx512f(const float* k, const float* v, std::size_t kv_len, std::size_t head_dim,
+                       std::size_t first, std::size_t last, float* packed);
 
 // The helpers below are compiled into scalar and per-ISA translation units alike: internal
 // linkage keeps the linker from sharing one ISA's copy with another.

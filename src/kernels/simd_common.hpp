@@ -65,9 +65,13 @@ struct Simd {
     return packed + padded_keys(kv_len) * d;
   }
 
+  // Packs keys [first, last) of the head (first a multiple of NR): their K^T panels (the last
+  // panel of the head padded with zero keys) and their V rows. Disjoint key ranges write disjoint
+  // parts of `packed`, so ranges can be packed in parallel.
   static void pack(const float* k, const float* v, std::size_t kv_len, std::size_t d,
-                   float* packed) {
-    for (std::size_t j0 = 0; j0 < padded_keys(kv_len); j0 += NR) {
+                   std::size_t first, std::size_t last, float* packed) {
+    const std::size_t panels_end = last == kv_len ? padded_keys(kv_len) : last;
+    for (std::size_t j0 = first; j0 < panels_end; j0 += NR) {
       float* panel = packed + j0 * d;
       for (std::size_t c = 0; c < d; ++c) {
         for (std::size_t j = 0; j < NR; ++j) {
@@ -77,7 +81,7 @@ struct Simd {
     }
     const std::size_t dp = padded_dim(d);
     float* pv = packed + padded_keys(kv_len) * d;
-    for (std::size_t j = 0; j < kv_len; ++j) {
+    for (std::size_t j = first; j < last; ++j) {
       for (std::size_t c = 0; c < dp; ++c) pv[j * dp + c] = c < d ? v[j * d + c] : 0.0f;
     }
   }

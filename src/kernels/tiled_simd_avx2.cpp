@@ -19,8 +19,8 @@ std::size_t simd_packed_floats_avx2(std::size_t kv_len, std::size_t head_dim) {
 }
 
 void simd_pack_avx2(const float* k, const float* v, std::size_t kv_len, std::size_t head_dim,
-                     float* packed) {
-  Simd<xsimd::fma3<xsimd::avx2>>::pack(k, v, kv_len, head_dim, packed);
+                     std::size_t first, std::size_t last, float* packed) {
+  Simd<xsimd::fma3<xsimd::avx2>>::pack(k, v, kv_len, head_dim, first, last, packed);
 }
 
 void simd_exp_avx2(const float* x, float* y, std::size_t n) {
