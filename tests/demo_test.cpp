@@ -9,22 +9,13 @@
 #include <fstream>
 
 #include "demo/demos.hpp"
+#include "registry_params.hpp"
 
 namespace attnbench::demo {
 namespace {
 
-std::vector<std::string> kernel_names() {
-  std::vector<std::string> names;
-  for (const Kernel& k : registry()) names.emplace_back(k.name);
-  return names;
-}
-
-std::string test_name(std::string name) {
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return name;
-}
+using attnbench::testing::kernel_names;
+using attnbench::testing::test_name;
 
 // Rounded to two decimals, as the demo states it: 0.6127 is "0.61".
 long hundredths(double x) { return std::lround(x * 100); }

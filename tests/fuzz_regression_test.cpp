@@ -7,15 +7,10 @@
 #include <cstring>
 
 #include "oracle_support.hpp"
+#include "registry_params.hpp"
 
 namespace attnbench::testing {
 namespace {
-
-std::vector<std::string> kernel_names() {
-  std::vector<std::string> names;
-  for (const Kernel& k : registry()) names.emplace_back(k.name);
-  return names;
-}
 
 class FuzzFinding : public ::testing::TestWithParam<std::string> {
  protected:
@@ -72,12 +67,7 @@ TEST_P(FuzzFinding, OutputIsBitwiseTheSameForEveryThreadCountAtAnEdgeShape) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, FuzzFinding, ::testing::ValuesIn(kernel_names()),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace_if(name.begin(), name.end(),
-                                           [](char c) { return !std::isalnum(c); }, '_');
-                           return name;
-                         });
+                         [](const auto& info) { return test_name(info.param); });
 
 }  // namespace
 }  // namespace attnbench::testing

@@ -14,6 +14,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "oracle_support.hpp"
+#include "registry_params.hpp"
 
 namespace attnbench::testing {
 namespace {
@@ -108,17 +109,6 @@ class WorstErrorReport : public ::testing::Environment {
 const auto* const kReport = ::testing::AddGlobalTestEnvironment(new WorstErrorReport);
 
 const Kernel& kernel_named(const std::string& name) { return *find_kernel(name); }
-
-std::vector<std::string> kernel_names() {
-  std::vector<std::string> names;
-  for (const Kernel& k : registry()) names.emplace_back(k.name);
-  return names;
-}
-
-std::string test_name(std::string name) {
-  std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
-  return name;
-}
 
 #define SKIP_IF_UNAVAILABLE(kernel) \
   if (!(kernel).available()) GTEST_SKIP() << (kernel).name << ": this CPU cannot run it"

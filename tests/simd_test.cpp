@@ -10,6 +10,7 @@
 
 #include "kernels/kernels.hpp"
 #include "oracle_support.hpp"
+#include "registry_params.hpp"
 
 namespace attnbench::testing {
 namespace {
@@ -71,11 +72,8 @@ TEST_P(SimdExp, FlushesVeryNegativeAndKeepsNaN) {
   EXPECT_NEAR(y[8], std::exp(-1.0), 1e-7);
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, SimdExp, ::testing::ValuesIn(kExpIsas), [](const auto& info) {
-  std::string name = info.param.kernel;
-  for (char& c : name) c = std::isalnum(c) ? c : '_';
-  return name;
-});
+INSTANTIATE_TEST_SUITE_P(Isa, SimdExp, ::testing::ValuesIn(kExpIsas),
+                         [](const auto& info) { return test_name(info.param.kernel); });
 
 TEST(Dispatch, PicksTheBestIsaThisCpuHas) {
   const auto cpu = xsimd::available_architectures();

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "oracle_support.hpp"
+#include "registry_params.hpp"
 
 namespace attnbench::testing {
 namespace {
@@ -73,11 +74,7 @@ const BadCall kBadCalls[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(BadInput, Validation, ::testing::ValuesIn(kBadCalls),
-                         [](const auto& info) {
-                           std::string name = info.param.what;
-                           for (char& c : name) c = std::isalnum(c) ? c : '_';
-                           return name;
-                         });
+                         [](const auto& info) { return test_name(info.param.what); });
 
 TEST(Validation, NaiveScoreMatrixOverBudgetFailsBeforeAllocating) {
   Problem p = random_problem({1, 1, 1, 300, 200, 4}, false, 2);
