@@ -309,12 +309,15 @@ def largest_common_n(table: Table, kernels: list, d: int, threads: int, causal: 
 
 
 def load_warning(run) -> str | None:
-    """A sentence when the machine was busy as the run began (1-minute load over 0.5 per CPU)."""
+    """A sentence when the 1-minute load average as the benchmarks began was over 0.5 per CPU. That
+    average trails: it also counts what ran just before in the same study (the build, the ceilings
+    and the calibration calls), so it says "maybe busy", not "busy"."""
     load = run.context.get("load_avg")
     cpus = run.context.get("num_cpus")
     if not load or not cpus:
         return None
     if float(load[0]) > 0.5 * float(cpus):
-        return (f"the machine was busy when the run began: load average {load[0]:.2f} on {cpus} CPUs, "
-                "so other work shared the cores and the timings are noisier and slower than a quiet machine's")
+        return (f"the 1-minute load average was {load[0]:.2f} on {cpus} CPUs as the benchmarks began; it counts "
+                "the study's own build, ceiling measurement and calibration just before, and any other work, "
+                "which would make timings noisier and slower than a quiet machine's: see the noise section")
     return None
