@@ -148,9 +148,15 @@ void run_point(benchmark::State& state, Point p, std::string skip_reason) {
   static std::string warm_point;
   static std::vector<float> o;
   static std::unique_ptr<attnbench::Workspace> ws;
-  reset_rss_high_water();
-  if (warm_point != p.name()) {
+  const std::string name = p.name();
+  const bool first_repetition = warm_point != name;
+  if (first_repetition) {  // free the previous point's memory before the RSS mark is reset
     warm_point.clear();
+    ws.reset();
+    std::vector<float>().swap(o);
+  }
+  reset_rss_high_water();
+  if (first_repetition) {
     ws = std::make_unique<attnbench::Workspace>();
     o.assign(shape.q_elements(), 0.0f);
     try {
@@ -161,7 +167,7 @@ void run_point(benchmark::State& state, Point p, std::string skip_reason) {
       }
       return;
     }
-    warm_point = p.name();
+    warm_point = name;
   }
   for (auto _ : state) {
     attnbench::attention(*p.kernel, shape, options, {q.data(), k.data(), v.data(), o.data()}, *ws);
