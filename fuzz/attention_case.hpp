@@ -228,29 +228,9 @@ inline Regime regime(const AttentionCase& c) {
   return r;
 }
 
-// Pointers to row i of (batch, head) and its key/value head, and the number of keys it sees.
-struct RowView {
-  const float* q;
-  const float* k;
-  const float* v;
-  std::size_t n;
-  std::size_t out;  // index of the row's first output element
-};
-
-inline RowView row_view(const AttentionCase& c, std::size_t b, std::size_t h, std::size_t i) {
-  const Shape& s = c.shape;
-  const std::size_t d = s.head_dim;
-  const std::size_t kv_head = b * s.kv_heads + h / (s.q_heads / s.kv_heads);
-  const HeadProblem shape_only{nullptr, nullptr, nullptr, nullptr, s.q_len, s.kv_len, d,
-                               effective_scale(s, c.options), c.options.causal};
-  const std::size_t out = ((b * s.q_heads + h) * s.q_len + i) * d;
-  return {c.q.data() + out, c.k.data() + kv_head * s.kv_len * d,
-          c.v.data() + kv_head * s.kv_len * d, shape_only.visible_keys(i), out};
-}
-
 // True when row i sees an infinite value through a softmax weight below e^-80, which float's exp
 // may round to 0 (0 * inf = NaN) where the float64 oracle keeps a tiny positive weight (inf).
-inline bool sees_inf_through_tiny_weight(const AttentionCase& c, const RowView& r) {
+inline bool sees_inf_through_tiny_weight(const AttentionCase& c, const testing::RowView& r) {
   const std::size_t d = c.shape.head_dim;
   const double scale = effective_scale(c.shape, c.options);
   std::vector<double> s(r.n);
@@ -282,7 +262,7 @@ inline std::optional<std::string> compare(const AttentionCase& c, const Regime& 
   for (std::size_t b = 0; b < s.batch; ++b) {
     for (std::size_t h = 0; h < s.q_heads; ++h) {
       for (std::size_t i = 0; i < s.q_len; ++i, ++row_index) {
-        const RowView row = row_view(c, b, h, i);
+        const testing::RowView row = testing::row_view(c.view(), b, h, i);
         const std::string where = "batch " + std::to_string(b) + " head " + std::to_string(h) +
                                   " row " + std::to_string(i);
         if (row.n == 0) {

@@ -23,6 +23,27 @@ struct ProblemView {
   const float* v;
 };
 
+// Query row i of (batch, head): its query, its key/value head's K and V, the number of keys it
+// sees (the causal mask applied) and the index of its first output element.
+struct RowView {
+  const float* q;
+  const float* k;
+  const float* v;
+  std::size_t n;
+  std::size_t out;
+};
+
+inline RowView row_view(const ProblemView& p, std::size_t batch, std::size_t head, std::size_t i) {
+  const Shape& s = p.shape;
+  const std::size_t d = s.head_dim;
+  const std::size_t kv_head = batch * s.kv_heads + head / (s.q_heads / s.kv_heads);
+  const HeadProblem shape_only{nullptr, nullptr, nullptr, nullptr, s.q_len, s.kv_len, d,
+                               effective_scale(s, p.options), p.options.causal};
+  const std::size_t out = ((batch * s.q_heads + head) * s.q_len + i) * d;
+  return {p.q + out, p.k + kv_head * s.kv_len * d, p.v + kv_head * s.kv_len * d,
+          shape_only.visible_keys(i), out};
+}
+
 // The error bound for query row i of one head, a worst case rather than a statistical guess:
 //   |o - o_ref| <= u * Vmax * (2 (d + 2) sigma + 2 n + 32),  u = 2^-24 (float's unit roundoff),
 // where sigma = |scale| * max_j sum_c |q_c k_jc| bounds the scores, n is the number of visible
@@ -33,27 +54,20 @@ struct ProblemView {
 // room for a vectorised exp of a few ulp). Any kernel bug larger than rounding breaks it.
 // It assumes float neither overflows nor underflows on the way (see the README's error bounds).
 inline double row_bound(const ProblemView& p, std::size_t batch, std::size_t head, std::size_t i) {
-  const Shape& s = p.shape;
-  const std::size_t d = s.head_dim;
-  const std::size_t kv_head = head / (s.q_heads / s.kv_heads);
-  const float* q = p.q + ((batch * s.q_heads + head) * s.q_len + i) * d;
-  const float* k = p.k + (batch * s.kv_heads + kv_head) * s.kv_len * d;
-  const float* v = p.v + (batch * s.kv_heads + kv_head) * s.kv_len * d;
-  const HeadProblem shape_only{nullptr, nullptr, nullptr, nullptr, s.q_len, s.kv_len, d,
-                               effective_scale(s, p.options), p.options.causal};
-  const std::size_t n = shape_only.visible_keys(i);
+  const std::size_t d = p.shape.head_dim;
+  const RowView r = row_view(p, batch, head, i);
   double sigma = 0.0, vmax = 0.0;  // std::fmax skips NaN inputs, whose rows the NaN check covers
-  for (std::size_t j = 0; j < n; ++j) {
+  for (std::size_t j = 0; j < r.n; ++j) {
     double sum = 0.0;
     for (std::size_t c = 0; c < d; ++c) {
-      sum += std::fabs(double(q[c]) * double(k[j * d + c]));
-      vmax = std::fmax(vmax, std::fabs(double(v[j * d + c])));
+      sum += std::fabs(double(r.q[c]) * double(r.k[j * d + c]));
+      vmax = std::fmax(vmax, std::fabs(double(r.v[j * d + c])));
     }
     sigma = std::fmax(sigma, sum);
   }
-  sigma *= std::fabs(double(shape_only.scale));
+  sigma *= std::fabs(double(effective_scale(p.shape, p.options)));
   const double u = std::ldexp(1.0, -24);
-  return u * vmax * (2.0 * double(d + 2) * sigma + 2.0 * double(n) + 32.0);
+  return u * vmax * (2.0 * double(d + 2) * sigma + 2.0 * double(r.n) + 32.0);
 }
 
 // The first output element found out of bound.
