@@ -2,8 +2,6 @@
 // fuzz inputs are kept in fuzz/regressions/<target>/ too (replayed by fuzz_replay_test).
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cstring>
 
 #include "oracle_support.hpp"

@@ -38,32 +38,34 @@ std::vector<std::uint8_t> contents(const fs::path& file) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-TEST(FuzzReplay, AttentionSeedCorpus) {
-  const auto files = inputs(kFuzzDir / "corpus" / "attention");
-  EXPECT_GE(files.size(), 20u);
-  for (const fs::path& file : files) {
+// fuzz_attention's check on every kernel (check_attention_input without its skip list).
+std::optional<std::string> attention_check(const std::uint8_t* data, std::size_t size) {
+  return check_attention_input(data, size);
+}
+
+// Every file under fuzz/<dir> through a fuzzer's check (nullopt when the input passes).
+template <class Check>
+void replay(const fs::path& dir, Check check) {
+  for (const fs::path& file : inputs(kFuzzDir / dir)) {
     const std::vector<std::uint8_t> bytes = contents(file);
-    const auto failure = check_attention_input(bytes.data(), bytes.size());
+    const auto failure = check(bytes.data(), bytes.size());
     EXPECT_FALSE(failure) << file.filename() << ": " << *failure;
   }
 }
 
-TEST(FuzzReplay, AttentionRegressions) {
-  for (const fs::path& file : inputs(kFuzzDir / "regressions" / "attention")) {
-    const std::vector<std::uint8_t> bytes = contents(file);
-    const auto failure = check_attention_input(bytes.data(), bytes.size());
-    EXPECT_FALSE(failure) << file.filename() << ": " << *failure;
-  }
+TEST(FuzzReplay, AttentionSeedCorpus) {
+  EXPECT_GE(inputs(kFuzzDir / "corpus/attention").size(), 20u);
+  replay("corpus/attention", attention_check);
 }
+
+TEST(FuzzReplay, AttentionRegressions) { replay("regressions/attention", attention_check); }
 
 // The seeds say what they test: valid_* files are accepted, every other seed refused.
 TEST(FuzzReplay, NpySeedCorpus) {
-  const auto files = inputs(kFuzzDir / "corpus" / "npy");
-  EXPECT_GE(files.size(), 20u);
-  for (const fs::path& file : files) {
+  EXPECT_GE(inputs(kFuzzDir / "corpus/npy").size(), 20u);
+  replay("corpus/npy", check_npy_input);
+  for (const fs::path& file : inputs(kFuzzDir / "corpus/npy")) {
     const std::vector<std::uint8_t> bytes = contents(file);
-    const auto failure = check_npy_input(bytes.data(), bytes.size());
-    EXPECT_FALSE(failure) << file.filename() << ": " << *failure;
     const NpyOutcome outcome =
         parse_outcome({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()});
     const bool valid = file.filename().string().starts_with("valid_");
@@ -71,13 +73,7 @@ TEST(FuzzReplay, NpySeedCorpus) {
   }
 }
 
-TEST(FuzzReplay, NpyRegressions) {
-  for (const fs::path& file : inputs(kFuzzDir / "regressions" / "npy")) {
-    const std::vector<std::uint8_t> bytes = contents(file);
-    const auto failure = check_npy_input(bytes.data(), bytes.size());
-    EXPECT_FALSE(failure) << file.filename() << ": " << *failure;
-  }
-}
+TEST(FuzzReplay, NpyRegressions) { replay("regressions/npy", check_npy_input); }
 
 }  // namespace
 }  // namespace attnbench::fuzz
