@@ -50,10 +50,6 @@ def present(table: Table, *kernels: str | None) -> bool:
     return all(k is not None and k in have for k in kernels)
 
 
-def series_of(table: Table, measure: str, **equal) -> tuple:
-    return table.series(measure, **equal)
-
-
 # --- exponents ----------------------------------------------------------------------------------
 
 def time_fit(table: Table, kernel: str, d: int, threads: int, causal: bool = False) -> LogLogFit | None:
@@ -294,6 +290,12 @@ def arithmetic_intensity(r: Record) -> float:
 def ridge(run, threads: int) -> float | None:
     peak, bandwidth = run.fma_peak_gflops(threads), run.triad_gbs(threads)
     return peak / bandwidth if peak and bandwidth else None
+
+
+def roof(run, threads: int, intensity: float) -> float | None:
+    """The roofline's GFLOP/s at this arithmetic intensity: min(FMA peak, intensity x triad)."""
+    peak, bandwidth = run.fma_peak_gflops(threads), run.triad_gbs(threads)
+    return min(peak, intensity * bandwidth) if peak and bandwidth else None
 
 
 def cache_fit_n(run, level: int) -> float | None:

@@ -5,6 +5,7 @@ Inline markup in text and table cells is a small subset of Markdown that both ou
 `code` and **bold**."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from formatting import slug
@@ -66,5 +67,9 @@ class Document:
         self.sections.append(section)
         return section
 
-    def figures(self) -> list:
-        return [b for s in self.sections for b in s.blocks if b.kind == "figure"]
+    def figure(self, file, caption: str, series: str = "") -> Figure:
+        """A figure captioned "Figure <series><k>. caption", k counting the series' figures so far."""
+        tag = f"Figure {series}"
+        number = 1 + sum(1 for s in self.sections for b in s.blocks
+                         if b.kind == "figure" and re.match(re.escape(tag) + r"\d", b.caption))
+        return Figure(file, f"{tag}{number}. {caption}")

@@ -41,13 +41,12 @@ def draw(table: Table, out_dir) -> plotting.FigureFile:
             style = plotting.kernel_style(kernel)
             ax.scatter(x, y, s=sizes, color=style["color"], marker=style["marker"], alpha=0.8,
                        edgecolors="black" if kernel.startswith("naive") else "none", linewidths=0.4)
-        peak, bandwidth = run.fma_peak_gflops(t), run.triad_gbs(t)
-        x_low = min(float(np.nanmin(intensity)) / 2, (peak / bandwidth) / 4 if peak and bandwidth else math.inf)
+        peak, bandwidth, ridge = run.fma_peak_gflops(t), run.triad_gbs(t), analysis.ridge(run, t)
+        x_low = min(float(np.nanmin(intensity)) / 2, ridge / 4 if ridge else math.inf)
         x_high = float(np.nanmax(intensity)) * 2
         grid = np.geomspace(x_low, x_high, 200)
-        if peak and bandwidth:
+        if ridge:
             ax.plot(grid, np.minimum(peak, bandwidth * grid), color="black", linewidth=1.6)
-            ridge = peak / bandwidth
             ax.axvline(ridge, color="0.5", linewidth=0.7, linestyle=":")
             ax.text(x_low * 1.1, bandwidth * x_low * 1.15,
                     f"triad {fmt.sig(bandwidth)} GB/s", rotation=0, fontsize=7.5, va="bottom")

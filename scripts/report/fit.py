@@ -6,7 +6,6 @@ kernel whose scratch is packed K and V).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,12 +23,6 @@ class LogLogFit:
     def predict(self, x):
         """The fitted value at x (a number or an array)."""
         return np.exp(self.intercept + self.slope * np.log(np.asarray(x, dtype=float)))
-
-    def solve(self, y: float) -> float:
-        """The x at which the fit reaches y (inf for a flat fit)."""
-        if self.slope == 0:
-            return math.inf
-        return float(math.exp((math.log(y) - self.intercept) / self.slope))
 
 
 def loglog_fit(x, y) -> LogLogFit | None:

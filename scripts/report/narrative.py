@@ -11,7 +11,7 @@ import numpy as np
 import analysis
 import demos as demo_data
 import formatting as fmt
-from document import Bullets, Document, Figure, Paragraph, Table
+from document import Bullets, Document, Paragraph, Table
 from loader import Table as Points
 
 
@@ -167,9 +167,6 @@ def _machine(doc: Document, table: Points) -> None:
     if load:
         rows.append(["load average at start (1, 5, 15 min)", ", ".join(f"{float(v):.2f}" for v in load)])
     s.add(Table(["what", "value"], rows, align="ll"))
-    warning = analysis.load_warning(run)
-    if warning:
-        s.add(Paragraph(f"**Caution**: {warning}."))
     if ctx.get("library_build_type") == "debug":
         s.add(Paragraph("Google Benchmark's own library reports a debug build (`library_build_type`); that is "
                         "Debian's packaged harness, not attnbench, whose kernels are built as the C++ flags above say."))
@@ -206,7 +203,6 @@ def _concepts(doc: Document, demos: dict, figures: dict) -> None:
           "on every registry kernel, so the claims below cannot drift from what the kernels do."))
     writers = {"softmax": _concept_softmax, "bottleneck": _concept_bottleneck, "alignment": _concept_alignment,
                "quadratic": _concept_quadratic, "order": _concept_order, "uniform": _concept_uniform}
-    number = 0
     for name in demo_data.NAMES:
         if name not in demos:
             continue
@@ -214,8 +210,7 @@ def _concepts(doc: Document, demos: dict, figures: dict) -> None:
         s.add(Paragraph(text))
         figure = figures.get(f"concepts_{name}")
         if figure is not None:
-            number += 1
-            s.add(Figure(figure, f"Figure C{number}. {caption}"))
+            s.add(doc.figure(figure, caption, series="C"))
 
 
 def _concept_softmax(r: dict) -> tuple:
@@ -371,7 +366,7 @@ def _time(doc: Document, table: Points, figures: dict, all_threads: int) -> None
         "score, plus a max and a sum), and n² weighted sums of value rows for O = P V (another 2n²d FLOPs). "
         "So once the per-call costs that grow more slowly (packing K and V, O(n·d); starting threads; the "
         "workspace) are paid for, time should grow as n²: a slope of 2 on log-log axes."))
-    s.add(Figure(figures["fig1_time_vs_n"], "Figure 1. Median time per call against n on log-log axes, one "
+    s.add(doc.figure(figures["fig1_time_vs_n"], "Median time per call against n on log-log axes, one "
                  "panel per head dim and thread count; b is the least-squares slope of ln t on ln n, the dotted line "
                  "an n² guide."))
     dims, counts = table.values("d"), analysis.thread_counts(table)
@@ -467,7 +462,7 @@ def _memory(doc: Document, table: Points, figures: dict) -> None:
         "softmax) keeps per query row a running max m, a running sum l and an output accumulator, and sees the "
         "keys one block at a time, so its scratch is the packed copy of K and V (O(n·d)) plus a fixed block of "
         "scores: slope 2 against slope 1 on log-log axes."))
-    s.add(Figure(figures["fig2_memory_vs_n"], f"Figure 2. Measured scratch (the workspace's peak, packed K and V "
+    s.add(doc.figure(figures["fig2_memory_vs_n"], f"Measured scratch (the workspace's peak, packed K and V "
                  f"included) and process RSS high-water mark against n at d = {d}, one thread, with the analytic "
                  f"score matrix, this machine's RAM and the naive memory budget; dashed: least-squares models "
                  f"extrapolated to n = {fmt.count(analysis.EXTRAPOLATE_N)}."))
@@ -537,7 +532,7 @@ def _memory(doc: Document, table: Points, figures: dict) -> None:
 def _throughput(doc: Document, table: Points, figures: dict, all_threads: int) -> None:
     s = doc.section("Throughput and share of the peak")
     run = table.runs[0]
-    s.add(Figure(figures["fig3_gflops_vs_n"], "Figure 3. GFLOP/s (4·n²·d FLOPs, or 4·n(n+1)/2·d when causal, "
+    s.add(doc.figure(figures["fig3_gflops_vs_n"], "GFLOP/s (4·n²·d FLOPs, or 4·n(n+1)/2·d when causal, "
                  "over the median time) against n; the black line is this machine's measured fp32 FMA peak for "
                  "that thread count."))
     counts = analysis.thread_counts(table)
@@ -593,7 +588,7 @@ def _throughput(doc: Document, table: Points, figures: dict, all_threads: int) -
 
 def _winners(doc: Document, table: Points, figures: dict, all_threads: int) -> None:
     s = doc.section("Which kernel wins each cell")
-    s.add(Figure(figures["fig4_heatmap"], "Figure 4. Median GFLOP/s of each kernel over (n, d), one thread, not "
+    s.add(doc.figure(figures["fig4_heatmap"], "Median GFLOP/s of each kernel over (n, d), one thread, not "
                  "causal, on one logarithmic colour scale."))
     dims, ns = table.values("d"), table.values("n")
     for t in analysis.thread_counts(table):
@@ -627,7 +622,7 @@ def _winners(doc: Document, table: Points, figures: dict, all_threads: int) -> N
 
 def _speedups(doc: Document, table: Points, figures: dict, all_threads: int) -> None:
     s = doc.section("Speedups")
-    s.add(Figure(figures["fig5_speedups"], "Figure 5. Speedup = the baseline's median time over the kernel's at "
+    s.add(doc.figure(figures["fig5_speedups"], "Speedup = the baseline's median time over the kernel's at "
                  "the same point (above 1x: the first-named kernel is faster), not causal."))
     rows = []
     for c in analysis.comparisons(table):
@@ -660,7 +655,7 @@ def _speedups(doc: Document, table: Points, figures: dict, all_threads: int) -> 
 def _roofline(doc: Document, table: Points, figures: dict, all_threads: int) -> None:
     s = doc.section("Roofline")
     run = table.runs[0]
-    s.add(Figure(figures["fig6_roofline"], "Figure 6. Each measured point's arithmetic intensity (flops_per_call / "
+    s.add(doc.figure(figures["fig6_roofline"], "Each measured point's arithmetic intensity (flops_per_call / "
                  "bytes_moved, the compulsory traffic) against its GFLOP/s, under the roofs min(peak, intensity × "
                  "triad bandwidth) measured on this machine."))
     ridges = []
@@ -671,7 +666,7 @@ def _roofline(doc: Document, table: Points, figures: dict, all_threads: int) -> 
                           f"({fmt.sig(run.fma_peak_gflops(t))} GFLOP/s ÷ {fmt.sig(run.triad_gbs(t))} GB/s)")
     rows = []
     measured = table.measured().where(causal=False, threads=1)
-    peak, bandwidth = run.fma_peak_gflops(1), run.triad_gbs(1)
+    ridge = analysis.ridge(run, 1)
     for kernel in measured.values("kernel"):
         for d in measured.values("d"):
             mine = measured.where(kernel=kernel, d=d).sorted("n").records
@@ -679,8 +674,8 @@ def _roofline(doc: Document, table: Points, figures: dict, all_threads: int) -> 
                 continue
             r = mine[-1]
             ai = analysis.arithmetic_intensity(r)
-            roof = min(peak, ai * bandwidth) if peak and bandwidth else math.nan
-            bound = "" if not (peak and bandwidth) else ("memory" if ai < peak / bandwidth else "compute")
+            roof = analysis.roof(run, 1, ai) or math.nan
+            bound = "" if not ridge else ("memory" if ai < ridge else "compute")
             rows.append([code(kernel), str(d), fmt.count(r.n), fmt.sig(ai), fmt.sig(r.gflops_median), fmt.sig(roof),
                          fmt.pct(100 * r.gflops_median / roof) if math.isfinite(roof) else "", bound])
     s.add(Paragraph(
@@ -693,13 +688,13 @@ def _roofline(doc: Document, table: Points, figures: dict, all_threads: int) -> 
     if rows:
         s.add(Table(["kernel", "d", "n", "FLOP/byte", "GFLOP/s", "roof GFLOP/s", "% of roof", "bound by the model"], rows,
                     caption="One thread, each kernel's largest measured n per head dim:"))
-    if peak and bandwidth:
-        s.add(Paragraph(_roofline_reading(measured, peak, bandwidth)))
+    if ridge:
+        s.add(Paragraph(_roofline_reading(measured, run)))
 
 
-def _roofline_reading(measured: Points, peak: float, bandwidth: float) -> str:
+def _roofline_reading(measured: Points, run) -> str:
     """What the one-thread points say against the roofs, in numbers."""
-    ridge = peak / bandwidth
+    ridge = analysis.ridge(run, 1)
     points = list(measured)
     left = [r for r in points if analysis.arithmetic_intensity(r) < ridge]
     parts = [f"On one thread, {len(points) - len(left)} of {len(points)} points lie right of the ridge "
@@ -725,7 +720,7 @@ def _roofline_reading(measured: Points, peak: float, bandwidth: float) -> str:
     slow = []
     for kernel in measured.values("kernel"):
         rows = measured.where(kernel=kernel).records
-        share = max(r.gflops_median / min(peak, analysis.arithmetic_intensity(r) * bandwidth) for r in rows)
+        share = max(r.gflops_median / analysis.roof(run, 1, analysis.arithmetic_intensity(r)) for r in rows)
         if share < 0.2:
             slow.append(f"{code(kernel)} ({fmt.pct(100 * share)})")
     if slow:
@@ -738,7 +733,7 @@ def _roofline_reading(measured: Points, peak: float, bandwidth: float) -> str:
 
 def _threads(doc: Document, table: Points, figures: dict, all_threads: int) -> None:
     s = doc.section("Thread scaling")
-    s.add(Figure(figures["fig7_thread_scaling"], f"Figure 7. Speedup of {all_threads} threads over one against n "
+    s.add(doc.figure(figures["fig7_thread_scaling"], f"Speedup of {all_threads} threads over one against n "
                  f"per head dim (dotted: ideal), and GFLOP/s against the thread count."))
     if all_threads == 1:
         s.add(Paragraph("Only one thread count was measured."))
@@ -859,9 +854,6 @@ def _noise(doc: Document, table: Points) -> None:
         text += (f" {len(once)} points run one call per repetition (`iterations:1` in the name, a long call), so "
                  f"their CV rests on only {' or '.join(str(v) for v in sorted({r.repetitions for r in once}))} calls.")
     s.add(Paragraph(text))
-    warning = analysis.load_warning(table.runs[0])
-    if warning:
-        s.add(Paragraph(f"**Caution**: {warning}."))
     if noisy:
         rows = [[code(r.kernel), r.shape, str(r.d), str(r.threads), "yes" if r.causal else "no",
                  fmt.pct(100 * r.time_ms_cv), str(r.repetitions), fmt.ms(r.time_ms_median)] for r in noisy]
