@@ -44,7 +44,10 @@ def load(path: Path) -> dict:
     ValueError (naming the file, the demo and the field) for a file that is not the demos' JSON."""
     path = Path(path)
     with open(path, encoding="utf-8") as f:
-        data = json.load(f)
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(data, dict) or not isinstance(data.get("demos"), dict):
         raise ValueError(f"{path}: not attnbench demo JSON (no 'demos' object)")
     demos = {}

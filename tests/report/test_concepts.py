@@ -82,11 +82,10 @@ class Loader(unittest.TestCase):
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / "demos.json"
         raw = json.loads(DEMOS_FIXTURE.read_text())
-        del raw["demos"]["quadratic"]["time_exponent"]
         del raw["demos"]["bottleneck"]["rows"][1]["attention_error"]
         for content, message in ((json.dumps({"benchmarks": []}), "no 'demos' object"),
                                  (json.dumps(raw), "demo bottleneck: missing rows[1].attention_error"),
-                                 ("{", "")):
+                                 ("{", f"{path}: not valid JSON")):
             path.write_text(content)
             with self.assertRaisesRegex(ValueError, re.escape(message)):
                 demos.load(path)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import support
 import analysis
+import formatting as fmt
 import loader
 import report
 
@@ -93,7 +94,7 @@ class SingleRun(unittest.TestCase):
         section = self.md.split("## Machine and build")[1].split("\n## ")[0]
         for key in ("cpu_model", "compiler", "google_benchmark_version", "dispatch tiled/simd"):
             self.assertIn(str(context[key]), section)
-        self.assertIn(f"{float(context['fma_peak_gflops_threads_1']):.1f}"[:3], section)
+        self.assertIn(f"{fmt.sig(float(context['fma_peak_gflops_threads_1']))} GFLOP/s", section)
 
     def test_memory_extrapolation_to_128000(self):
         section = self.md.split("## Memory")[1].split("\n## ")[0]
