@@ -255,6 +255,7 @@ void add_context(const std::string& preset, std::size_t all_threads) {
   AddCustomContext("memory_bytes", std::to_string(std::size_t(sysconf(_SC_PHYS_PAGES)) *
                                                   std::size_t(sysconf(_SC_PAGE_SIZE))));
   AddCustomContext("naive_memory_budget_bytes", std::to_string(attnbench::default_memory_budget()));
+  AddCustomContext("rows_per_task", std::to_string(attnbench::kRowsPerTask));
   AddCustomContext("threads_all", std::to_string(all_threads));
   for (const Kernel& k : attnbench::registry()) {
     if (k.dispatches) AddCustomContext("dispatch " + std::string(k.name), std::string(attnbench::resolve(k).name));

@@ -168,12 +168,6 @@ HeadProblem head_problem(const Shape& shape, float scale, bool causal, const Ten
                      causal,         packed ? packed + kv_index * packed_per_head : nullptr};
 }
 
-// Query rows per parallel task: the SIMD kernels' query block (8 groups of 6 rows). Small enough
-// that a single head of moderate length makes many tasks, so work stealing balances two threads
-// to within one block; large enough that a task's work (48 x kv_len x d x 4 FLOPs) dwarfs the
-// cost of scheduling it.
-constexpr std::size_t kRowsPerTask = 48;
-
 // Decoding (few query rows, many keys) splits the keys into chunks of kKeyChunk, a multiple of
 // every kernel's key block, and merges the chunks' partial results by log-sum-exp. Whether to
 // split depends on the shape only, never on the thread count, so results stay bitwise equal

@@ -243,6 +243,11 @@ std::size_t naive_score_bytes(const Shape& shape);
 std::size_t packed_bytes(const Kernel& kernel, const Shape& shape);
 // Half of this machine's physical memory: the default naive memory budget.
 std::size_t default_memory_budget();
+// Query rows per parallel task when a call runs on more than one thread (one thread takes each
+// head whole): the SIMD kernels' query block (8 groups of 6 rows). Small enough that a single head
+// of moderate length makes many tasks, so work stealing balances two threads to within one block;
+// large enough that a task's work (48 x kv_len x d x 4 FLOPs) dwarfs the cost of scheduling it.
+inline constexpr std::size_t kRowsPerTask = 48;
 
 // The float64 oracle: the three steps written plainly (score every key, normalise with the row
 // max subtracted, blend the values), one query row at a time. Not a kernel; the truth tests compare

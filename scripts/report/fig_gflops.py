@@ -33,7 +33,7 @@ def draw(table: Table, out_dir) -> plotting.FigureFile:
                 plotting.no_data(ax)
                 continue
             if peak:
-                isa = run.context.get(f"fma_peak_isa_threads_{t}", "")
+                isa = run.fma_peak_isa(t)
                 ax.axhline(peak, color="black", linewidth=1.4)
                 ax.text(min(ns_here), peak, f" measured FMA peak {fmt.sig(peak)} GFLOP/s ({isa})", va="bottom", fontsize=7.5)
             ax.set_yscale("log")

@@ -69,7 +69,7 @@ def draw(table: Table, out_dir) -> plotting.FigureFile:
         ax.set_ylabel("GFLOP/s (median)")
     else:
         plotting.no_data(ax)
-    fig.suptitle("Thread scaling, not causal (tasks of 48 query rows under tbb::parallel_for)")
+    fig.suptitle(f"Thread scaling, not causal ({table.runs[0].tasks_phrase()} under tbb::parallel_for)")
     plotting.kernel_legend(fig, kernels)
     plotting.finish(fig)
     return plotting.save(fig, out_dir, STEM, TITLE)

@@ -65,6 +65,20 @@ class Run:
         """Measured fp32 FMA peak for this thread count (GFLOP/s), if the run measured it."""
         return self._number(f"fma_peak_gflops_threads_{threads}")
 
+    def fma_peak_isa(self, threads: int) -> str:
+        """The ISA whose FMA chains gave that peak ("avx512f", "avx2+fma"), or ""."""
+        return str(self.context.get(f"fma_peak_isa_threads_{threads}", ""))
+
+    def rows_per_task(self) -> int | None:
+        """Query rows per parallel task (attnbench::kRowsPerTask), if the run recorded it."""
+        value = self._number("rows_per_task")
+        return int(value) if value else None
+
+    def tasks_phrase(self) -> str:
+        """ "tasks of 48 query rows", or without the number for a run that did not record it."""
+        rows = self.rows_per_task()
+        return f"tasks of {rows} query rows" if rows else "tasks of a fixed number of query rows"
+
     def triad_gbs(self, threads: int) -> float | None:
         """Measured STREAM-like triad bandwidth for this thread count (GB/s)."""
         return self._number(f"triad_gbs_threads_{threads}")

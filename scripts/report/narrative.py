@@ -149,7 +149,7 @@ def _machine(doc: Document, table: Points) -> None:
         rows.append(["naive memory budget", fmt.bytes_(run.naive_memory_budget_bytes)])
     for t in analysis.thread_counts(table):
         peak, triad = run.fma_peak_gflops(t), run.triad_gbs(t)
-        isa = ctx.get(f"fma_peak_isa_threads_{t}", "")
+        isa = run.fma_peak_isa(t)
         if peak:
             rows.append([f"measured fp32 FMA peak, {t} thread(s)", f"{fmt.sig(peak)} GFLOP/s ({isa})"])
         if triad:
@@ -641,11 +641,11 @@ def _speedups(doc: Document, table: Points, figures: dict, all_threads: int) -> 
     s.add(Paragraph(
         "SIMD over scalar: the scalar kernels are compiled with the vectoriser off, so this is what explicit "
         "vectors give: up to the lane count (" + (f"{lanes} fp32 lanes for {code(tiled)}; " if lanes else "") +
-        "16 for AVX-512F, 8 for AVX2, 4 for SSE4.2), more when fused multiply-add and register blocking keep "
+        ", ".join(f"{n} for {isa}" for isa, n in isa_lanes.items()) + "), more when fused multiply-add and register blocking keep "
         "more operations in flight than the scalar loop can. Explicit SIMD over auto-vectorised compares the "
         "AVX2 kernels against the same scalar source compiled with `-O3 -mavx2 -mfma`: without `-ffast-math` "
         "the compiler may not reorder a dot product's sum, so Q Kᵀ stays scalar. Threads: all cores over one; "
-        "at small n there are few 48-row tasks and the start-up is not amortised. Tiled over naive: the online "
+        "at small n there are few tasks and the start-up is not amortised. Tiled over naive: the online "
         "softmax against the materialised score matrix (see the crossover). Over OpenBLAS: every kernel against "
         "the baseline that NumPy users get."))
 
@@ -733,6 +733,7 @@ def _roofline_reading(measured: Points, run) -> str:
 
 def _threads(doc: Document, table: Points, figures: dict, all_threads: int) -> None:
     s = doc.section("Thread scaling")
+    run = table.runs[0]
     s.add(doc.figure(figures["fig7_thread_scaling"], f"Speedup of {all_threads} threads over one against n "
                  f"per head dim (dotted: ideal), and GFLOP/s against the thread count."))
     if all_threads == 1:
@@ -752,8 +753,8 @@ def _threads(doc: Document, table: Points, figures: dict, all_threads: int) -> N
     s.add(Table(["kernel", "d", "n", "1 thread", f"{all_threads} threads", "speedup", "efficiency"], rows,
                 caption=f"At each kernel's largest n measured on both 1 and {all_threads} threads:"))
     s.add(Paragraph(
-        f"Work is split into tasks of 48 query rows of one head under `tbb::parallel_for`, so a length n gives "
-        f"n / 48 tasks: few at small n, where starting {all_threads} threads and packing K and V are not "
+        f"On more than one thread, work is split into {run.tasks_phrase()} of one head under `tbb::parallel_for`, "
+        f"so a length n gives n / {run.rows_per_task() or 'that many'} tasks: few at small n, where starting {all_threads} threads and packing K and V are not "
         f"amortised. Efficiency is speedup / threads; on a machine whose cores "
         f"are shared with other work it also measures that contention."))
 
