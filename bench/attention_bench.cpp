@@ -32,10 +32,12 @@
 
 #include "attnbench.hpp"
 #include "build_info.hpp"
+#include "kernels/kernel_interface.hpp"
 #include "ceilings.hpp"
 
 namespace {
 
+using attnbench::Backend;
 using attnbench::Kernel;
 using attnbench::Strategy;
 
@@ -84,22 +86,16 @@ struct Point {
   }
 };
 
-// Query-key pairs scored: all of them, or those under the bottom-right causal mask.
-double scored_pairs(const Point& p) {
-  const attnbench::HeadProblem rows{nullptr, nullptr, nullptr, nullptr, p.shape.q_len,
-                                    p.shape.kv_len, p.shape.head_dim, 1.0f, p.causal};
-  double pairs = 0;
-  for (std::size_t i = 0; i < p.shape.q_len; ++i) pairs += double(rows.visible_keys(i));
-  return pairs * double(p.shape.batch * p.shape.q_heads);
+double flops_of(const Point& p) {
+  return 4.0 * attnbench::scored_pairs(p.shape, p.causal) * double(p.shape.head_dim);
 }
-double flops_of(const Point& p) { return 4.0 * scored_pairs(p) * double(p.shape.head_dim); }
 
 // Compulsory memory traffic of one call, the roofline's x axis: Q, K, V read and O written once;
 // a naive kernel also writes its score matrix, reads and rewrites it to normalise, and reads it
 // again to blend (4 sweeps of the scored pairs).
 double bytes_moved(const Point& p) {
   const double io = 4.0 * double(2 * p.shape.q_elements() + 2 * p.shape.kv_elements());
-  return p.kernel->strategy == Strategy::naive ? io + 4 * 4.0 * scored_pairs(p) : io;
+  return p.kernel->strategy == Strategy::naive ? io + 4 * 4.0 * attnbench::scored_pairs(p.shape, p.causal) : io;
 }
 
 // Measured fp32 FMA peak in FLOP/s per thread count, filled before any benchmark runs.
@@ -255,7 +251,7 @@ void add_context(const std::string& preset, std::size_t all_threads) {
   AddCustomContext("memory_bytes", std::to_string(std::size_t(sysconf(_SC_PHYS_PAGES)) *
                                                   std::size_t(sysconf(_SC_PAGE_SIZE))));
   AddCustomContext("naive_memory_budget_bytes", std::to_string(attnbench::default_memory_budget()));
-  AddCustomContext("rows_per_task", std::to_string(attnbench::kRowsPerTask));
+  AddCustomContext("rows_per_task", std::to_string(attnbench::kernels::kRowsPerTask));
   AddCustomContext("threads_all", std::to_string(all_threads));
   for (const Kernel& k : attnbench::registry()) {
     if (k.dispatches) AddCustomContext("dispatch " + std::string(k.name), std::string(attnbench::resolve(k).name));
@@ -326,7 +322,7 @@ int main(int argc, char** argv) {
         for (std::size_t n : preset.tiled_lengths) nd.emplace_back(n, d);
       }
     }
-    const bool causal_kernel = k.name.find("/simd/") != std::string_view::npos || k.name == "naive/openblas";
+    const bool causal_kernel = k.backend == Backend::simd || k.backend == Backend::openblas;
     for (auto [n, d] : nd) {
       add(k, {1, 1, 1, n, n, d}, false);
       if (preset.causal && d == 128 && causal_kernel) add(k, {1, 1, 1, n, n, d}, true);

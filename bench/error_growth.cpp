@@ -1,6 +1,6 @@
 // attnbench_error: how each kernel's fp32 error against the float64 oracle grows with the key
 // length and with the size of the scores, next to the bound the tests hold it to
-// (tests/error_bound.hpp). Prints two Markdown tables (the README's "Error bounds" section):
+// (testing/error_bound.hpp). Prints two Markdown tables (the README's "Error bounds" section):
 //   1. error against key length n, scores of standard deviation 1;
 //   2. error against the scores' standard deviation at one key length.
 // Q and K are standard normal (seeded), the scale 1/sqrt(d), so scores have standard deviation
@@ -17,45 +17,35 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "attnbench.hpp"
-#include "error_bound.hpp"
+#include "testing/error_bound.hpp"
+#include "testing/problem.hpp"
 
 namespace {
 
 using attnbench::Kernel;
-using attnbench::Shape;
 
-struct Problem {
-  Shape shape;
-  attnbench::Options options;
-  std::vector<float> q, k, v;
+struct Problem : attnbench::testing::Problem {
   std::vector<double> ref;
-  attnbench::testing::ProblemView view() const {
-    return {shape, options, q.data(), k.data(), v.data()};
-  }
 };
 
 // Standard-normal Q and K for one key length, Q times `score_std`, V uniform in [0, 1) or
 // standard normal, and the oracle's answer.
 Problem make_problem(std::size_t q_len, std::size_t kv_len, std::size_t d, float score_std,
                      bool normal_values) {
-  Problem p{{1, 1, 1, q_len, kv_len, d}, {}, {}, {}, {}, {}};
-  std::mt19937 rng(static_cast<unsigned>(kv_len * 131 + d));
-  std::normal_distribution<float> normal;
-  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
-  p.q.resize(p.shape.q_elements());
-  p.k.resize(p.shape.kv_elements());
-  p.v.resize(p.shape.kv_elements());
-  for (float& x : p.q) x = normal(rng) * score_std;
-  for (float& x : p.k) x = normal(rng);
-  for (float& x : p.v) x = normal_values ? normal(rng) : uniform(rng);
-  p.ref.resize(p.shape.q_elements());
-  attnbench::reference_attention(p.shape, p.options, p.q.data(), p.k.data(), p.v.data(),
-                                 p.ref.data());
+  Problem p{attnbench::testing::Problem({1, 1, 1, q_len, kv_len, d}), {}};
+  attnbench::testing::RandomFill fill(static_cast<std::uint32_t>(kv_len * 131 + d));
+  fill.normal(p.q, score_std);
+  fill.normal(p.k);
+  if (normal_values) {
+    fill.normal(p.v);
+  } else {
+    fill.uniform(p.v);
+  }
+  p.ref = attnbench::testing::oracle(p);
   return p;
 }
 

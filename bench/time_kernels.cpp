@@ -15,19 +15,6 @@
 #include "attnbench.hpp"
 #include "ceilings.hpp"
 
-namespace {
-
-// Query-key pairs a call scores: q_len x kv_len, or under the causal mask only the visible ones.
-double scored_pairs(const attnbench::Shape& s, bool causal) {
-  const attnbench::HeadProblem rows{nullptr, nullptr, nullptr, nullptr, s.q_len, s.kv_len,
-                                    s.head_dim, 1.0f, causal};
-  double pairs = 0;
-  for (std::size_t i = 0; i < s.q_len; ++i) pairs += double(rows.visible_keys(i));
-  return pairs * double(s.batch * s.q_heads);
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   CLI::App app{"time registry kernels: median of repeated calls on reused buffers"};
   std::string pattern = ".*";
@@ -78,7 +65,7 @@ int main(int argc, char** argv) {
         }
         std::sort(ms.begin(), ms.end());
         const double median = ms[ms.size() / 2];
-        const double gflops = 4.0 * scored_pairs(shape, causal) * double(d) / (median * 1e6);
+        const double gflops = 4.0 * attnbench::scored_pairs(shape, causal) * double(d) / (median * 1e6);
         std::printf("%-22s %6zu %4zu %3zu %10.3f %10.3f %10.3f %8.2f %6.1f %12zu\n",
                     std::string(kernel.name).c_str(), n, d, attnbench::worker_threads(options),
                     median, ms.front(), ms.back(), gflops, 100 * gflops / peak.gflops,

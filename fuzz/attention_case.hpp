@@ -25,7 +25,7 @@
 // - rows with no visible key are zero;
 // - inputs of moderate magnitude (every finite value 0 or within 2^-40..2^40 in magnitude, the
 //   scale 0 or within 2^-20..2^20): every element within the documented error bound
-//   (tests/error_bound.hpp), NaN and Inf exactly where the oracle has them. One exception, where
+//   (testing/error_bound.hpp), NaN and Inf exactly where the oracle has them. One exception, where
 //   float cannot follow double: a row that sees an infinite value through a weight below e^-80
 //   (float's exp underflows to 0 there, and 0 * inf is NaN where double has inf) must only be
 //   non-finite where the oracle is;
@@ -45,7 +45,8 @@
 #include <vector>
 
 #include "attnbench.hpp"
-#include "error_bound.hpp"
+#include "testing/error_bound.hpp"
+#include "testing/problem.hpp"
 
 namespace attnbench::fuzz {
 
@@ -87,13 +88,8 @@ enum Special : int {
   kZero, kMinusZero, kRaw, kRowRaw, kOutlier, kSpecialCount
 };
 
-struct AttentionCase {
-  Shape shape;
-  Options options;
-  std::vector<float> q, k, v;
-
-  testing::ProblemView view() const { return {shape, options, q.data(), k.data(), v.data()}; }
-
+// A decoded input: the problem, and a description of it for failure messages.
+struct AttentionCase : testing::Problem {
   std::string describe() const {
     std::ostringstream s;
     s << "shape b" << shape.batch << " h" << shape.q_heads << "/kv" << shape.kv_heads << " q"
@@ -405,7 +401,7 @@ inline std::optional<std::string> check_attention_case(const AttentionCase& c,
   std::vector<const Kernel*> done;
   for (const Kernel& entry : registry()) {
     const Kernel& kernel = resolve(entry);
-    if (!kernel.available() || kernel.compute == nullptr ||
+    if (!kernel.available() ||
         std::find(done.begin(), done.end(), &kernel) != done.end() ||
         std::find(skip.begin(), skip.end(), kernel.name) != skip.end()) {
       continue;

@@ -1,8 +1,6 @@
 // attention(): validation, then the loop over (batch, query head, query block) that hands each
 // piece to a kernel, inline or on oneTBB worker threads.
 #include <oneapi/tbb/info.h>
-#include <oneapi/tbb/parallel_for.h>
-#include <oneapi/tbb/task_arena.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,7 +12,8 @@
 #include <vector>
 
 #include "attnbench.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/common.hpp"
+#include "task_runner.hpp"
 
 namespace attnbench {
 
@@ -71,15 +70,6 @@ std::size_t worker_threads(const Options& options) {
 std::size_t naive_score_bytes(const Shape& shape) {
   return checked_product({shape.q_len, shape.kv_len, sizeof(float)}, "naive score matrix",
                          "q_len x kv_len x 4 bytes");
-}
-
-std::size_t packed_bytes(const Kernel& kernel, const Shape& shape) {
-  if (kernel.packing.floats == nullptr) return 0;
-  // Whole cache lines per head, so every head's packed copy starts aligned.
-  constexpr std::size_t kLine = Workspace::kAlignment / sizeof(float);
-  const std::size_t per_head =
-      (kernel.packing.floats(shape.kv_len, shape.head_dim) + kLine - 1) / kLine * kLine;
-  return shape.batch * shape.kv_heads * per_head * sizeof(float);
 }
 
 std::size_t default_memory_budget() {
@@ -154,31 +144,33 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
 
 namespace {
 
+using kernels::HeadProblem;
+using kernels::KeyRange;
+using kernels::kKeyChunk;
+using kernels::kPackKeys;
+using kernels::kRowsPerTask;
+using kernels::PartialRows;
+using kernels::RowRange;
+
 // The (batch, query head) slice of the problem with the key/value head it reads, and that head's
 // packed copy when the kernel packs.
 HeadProblem head_problem(const Shape& shape, float scale, bool causal, const Tensors& t,
                          const float* packed, std::size_t packed_per_head, std::size_t batch,
                          std::size_t q_head) {
-  const std::size_t group = shape.q_heads / shape.kv_heads;  // query heads per key/value head
-  const std::size_t kv_index = batch * shape.kv_heads + q_head / group;
-  const std::size_t q_offset = ((batch * shape.q_heads + q_head) * shape.q_len) * shape.head_dim;
-  const std::size_t kv_offset = kv_index * shape.kv_len * shape.head_dim;
-  return HeadProblem{t.q + q_offset, t.k + kv_offset, t.v + kv_offset, t.o + q_offset,
-                     shape.q_len,    shape.kv_len,    shape.head_dim,  scale,
-                     causal,         packed ? packed + kv_index * packed_per_head : nullptr};
+  const HeadOffsets at = head_offsets(shape, batch, q_head);
+  return HeadProblem{t.q + at.q,   t.k + at.kv,  t.v + at.kv,    t.o + at.q,
+                     shape.q_len,  shape.kv_len, shape.head_dim, scale,
+                     causal,       packed ? packed + at.kv_head * packed_per_head : nullptr};
 }
 
-// Decoding (few query rows, many keys) splits the keys into chunks of kKeyChunk, a multiple of
-// every kernel's key block, and merges the chunks' partial results by log-sum-exp. Whether to
-// split depends on the shape only, never on the thread count, so results stay bitwise equal
-// for every thread count.
+// Decoding (few query rows, many keys) splits the keys into chunks of kKeyChunk and merges the
+// chunks' partial results by log-sum-exp. Whether to split depends on the shape only, never on
+// the thread count, so results stay bitwise equal for every thread count.
 constexpr std::size_t kDecodeRows = kRowsPerTask;
-// Keys per packing task: a multiple of every kernel's panel width (at most 32 keys).
-constexpr std::size_t kPackKeys = 256;
-constexpr std::size_t kKeyChunk = 2048;
 
-bool splits_keys(const Kernel& kernel, const Shape& shape) {
-  return kernel.partial != nullptr && shape.q_len <= kDecodeRows && shape.kv_len >= 2 * kKeyChunk;
+bool splits_keys(const kernels::KernelCode& code, const Shape& shape) {
+  return code.forward.partial != nullptr && shape.q_len <= kDecodeRows &&
+         shape.kv_len >= 2 * kKeyChunk;
 }
 
 // O = sum_c exp(m_c - m) o_c / sum_c exp(m_c - m) l_c with m = max_c m_c, over the chunks' partial
@@ -209,42 +201,24 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   const std::size_t d = shape.head_dim;
   const std::size_t heads = shape.batch * shape.q_heads;
   const std::size_t kv_heads = shape.batch * shape.kv_heads;
-  const std::size_t threads = worker_threads(options);
+  const kernels::KernelCode& code = *kernel.code;
   ws.reset_peak();
   Workspace::Scope call(ws);
-
-  // Runs task(i, workspace) for i in [0, count): inline on the caller's workspace, or on the
-  // arena's threads, each with its own child workspace.
-  std::optional<tbb::task_arena> arena;
-  if (threads > 1) {
-    ws.reserve_workers(threads);
-    arena.emplace(static_cast<int>(threads));
-  }
-  auto run_tasks = [&](std::size_t count, auto&& task) {
-    if (!arena) {
-      for (std::size_t i = 0; i < count; ++i) task(i, ws);
-      return;
-    }
-    arena->execute([&] {
-      tbb::parallel_for(std::size_t{0}, count, [&](std::size_t i) {
-        task(i, ws.worker(static_cast<std::size_t>(tbb::this_task_arena::current_thread_index())));
-      });
-    });
-  };
+  driver::TaskRunner tasks(worker_threads(options), ws);
 
   // Pack every (batch, key/value head) once; the query heads that share it all read the copy.
   // Tasks of kPackKeys keys, so that a single long head (decoding) packs on every thread.
   float* packed = nullptr;
   std::size_t per_head = 0;
-  if (kernel.packing.pack != nullptr) {
-    per_head = packed_bytes(kernel, shape) / kv_heads / sizeof(float);
+  if (code.packing.pack != nullptr) {
+    per_head = kernels::packed_floats_per_head(code, shape);
     packed = ws.take<float>(kv_heads * per_head);
     const std::size_t ranges = (shape.kv_len + kPackKeys - 1) / kPackKeys;
-    run_tasks(kv_heads * ranges, [&](std::size_t t, Workspace&) {
+    tasks.run(kv_heads * ranges, [&](std::size_t t, Workspace&) {
       const std::size_t kv = t / ranges, first = (t % ranges) * kPackKeys;
       const std::size_t offset = kv * shape.kv_len * d;
-      kernel.packing.pack(tensors.k + offset, tensors.v + offset, shape.kv_len, d, first,
-                          std::min(first + kPackKeys, shape.kv_len), packed + kv * per_head);
+      code.packing.pack(tensors.k + offset, tensors.v + offset, shape.kv_len, d, first,
+                        std::min(first + kPackKeys, shape.kv_len), packed + kv * per_head);
     });
   }
   auto head = [&](std::size_t bh) {
@@ -252,7 +226,7 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
                         bh / shape.q_heads, bh % shape.q_heads);
   };
 
-  if (splits_keys(kernel, shape)) {
+  if (splits_keys(code, shape)) {
     // NOTE: task (head, chunk) leaves the chunk's (o, m, l) for every query row of the head; one
     // merge per head then combines the chunks in order.
     const std::size_t chunks = (shape.kv_len + kKeyChunk - 1) / kKeyChunk;
@@ -263,14 +237,14 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
       float* base = buffer + p * rows * (d + 2);
       parts[p] = PartialRows{base, base + rows * d, base + rows * (d + 1)};
     }
-    run_tasks(heads * chunks, [&](std::size_t t, Workspace& local) {
+    tasks.run(heads * chunks, [&](std::size_t t, Workspace& local) {
       const std::size_t c = t % chunks;
       Workspace::Scope scope(local);
-      kernel.partial(head(t / chunks), RowRange{0, rows},
+      code.forward.partial(head(t / chunks), RowRange{0, rows},
                      KeyRange{c * kKeyChunk, std::min((c + 1) * kKeyChunk, shape.kv_len)}, parts[t],
                      local);
     });
-    run_tasks(heads, [&](std::size_t bh, Workspace&) {
+    tasks.run(heads, [&](std::size_t bh, Workspace&) {
       for (std::size_t i = 0; i < rows; ++i) merge_row(chunks, d, &parts[bh * chunks], i, head(bh).o + i * d);
     });
     return kernel;
@@ -279,12 +253,12 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   // NOTE: every task is (batch, query head, block of query rows); inline, a task is a whole head.
   // Rows are independent, and a row's arithmetic does not depend on which task or thread
   // computes it, so the output is the same for every thread count.
-  const std::size_t block = arena ? kRowsPerTask : shape.q_len;
+  const std::size_t block = tasks.parallel() ? kRowsPerTask : shape.q_len;
   const std::size_t blocks_per_head = (shape.q_len + block - 1) / block;
-  run_tasks(heads * blocks_per_head, [&](std::size_t t, Workspace& local) {
+  tasks.run(heads * blocks_per_head, [&](std::size_t t, Workspace& local) {
     const std::size_t first = (t % blocks_per_head) * block;
     Workspace::Scope scope(local);
-    kernel.compute(head(t / blocks_per_head), RowRange{first, std::min(first + block, shape.q_len)},
+    code.forward.rows(head(t / blocks_per_head), RowRange{first, std::min(first + block, shape.q_len)},
                    local);
   });
   return kernel;

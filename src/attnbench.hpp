@@ -1,8 +1,8 @@
 // attnbench: scaled dot-product attention on the CPU, O = softmax(Q K^T * scale) V.
 //
-// The one public header. It holds the problem description (Shape, Options, Tensors), the
-// library's error type, the scratch Workspace, the kernel interface and the registry of kernels,
-// and the entry point attention().
+// The user's header: the problem description (Shape, Options, Tensors), the library's error type,
+// the scratch Workspace, the causal mask, a read-only view of the registry of kernels, and the
+// entry point attention(). What kernels see of a call lives apart, in kernels/kernel_interface.hpp.
 //
 // Layout: Q and O are [batch][q_heads][q_len][head_dim], K and V are
 // [batch][kv_heads][kv_len][head_dim], contiguous row-major float32. Grouped-query attention:
@@ -54,6 +54,40 @@ struct Tensors {
   float* o = nullptr;
 };
 
+// The causal mask, defined once for kernels, oracle, tests and benchmark: query row `row` attends
+// to keys [0, visible_keys(...)): all kv_len of them, or under the bottom-right mask
+// min(kv_len, max(0, row + 1 + kv_len - q_len)).
+constexpr std::size_t visible_keys(const Shape& shape, bool causal, std::size_t row) {
+  if (!causal) return shape.kv_len;
+  const std::size_t seen = row + 1 + shape.kv_len;  // no overflow: validated sizes are far below 2^63
+  if (seen <= shape.q_len) return 0;
+  return seen - shape.q_len < shape.kv_len ? seen - shape.q_len : shape.kv_len;
+}
+
+// Query-key pairs a call scores over every (batch, query head): q_len x kv_len, or under the
+// causal mask only the visible ones. Attention costs 4 x head_dim FLOPs per pair (a multiply-add
+// in each of the two products).
+constexpr double scored_pairs(const Shape& shape, bool causal) {
+  double pairs = 0;
+  for (std::size_t i = 0; i < shape.q_len; ++i) pairs += double(visible_keys(shape, causal, i));
+  return pairs * double(shape.batch * shape.q_heads);
+}
+
+// Where one (batch, query head) lives in the tensors, grouped-query attention included: the
+// element offset of its Q and O rows, and the index and element offset of the key/value head it
+// reads.
+struct HeadOffsets {
+  std::size_t q;        // into Q and O
+  std::size_t kv_head;  // batch * kv_heads + the key/value head
+  std::size_t kv;       // into K and V
+};
+constexpr HeadOffsets head_offsets(const Shape& shape, std::size_t batch, std::size_t q_head) {
+  const std::size_t group = shape.q_heads / shape.kv_heads;  // query heads per key/value head
+  const std::size_t kv_head = batch * shape.kv_heads + q_head / group;
+  return {(batch * shape.q_heads + q_head) * shape.q_len * shape.head_dim, kv_head,
+          kv_head * shape.kv_len * shape.head_dim};
+}
+
 // The library's one error type: invalid shapes, options, pointers and budgets. The message names
 // the field and the value, e.g. "shape.head_dim = 0: must be at least 1".
 class Error : public std::invalid_argument {
@@ -70,6 +104,10 @@ class Error : public std::invalid_argument {
 // ---------------------------------------------------------------------------------------------
 // Scratch memory
 // ---------------------------------------------------------------------------------------------
+
+namespace driver {
+class TaskRunner;
+}
 
 // Every kernel takes its scratch memory from a Workspace, which records the peak number of bytes
 // it handed out at once. Memory is kept between calls, so a benchmark loop pays for page faults
@@ -106,14 +144,15 @@ class Workspace {
   std::size_t peak_bytes() const;
   void reset_peak();
 
+ private:
+  friend class driver::TaskRunner;  // gives each worker thread a child workspace
+
+  void* take_bytes(std::size_t bytes);
+  void give_back_to(std::size_t mark) noexcept;
   // Child workspace `index` of a multithreaded call; children are created by reserve_workers()
   // before the threads start and kept for reuse.
   void reserve_workers(std::size_t count);
   Workspace& worker(std::size_t index) { return *workers_[index]; }
-
- private:
-  void* take_bytes(std::size_t bytes);
-  void give_back_to(std::size_t mark) noexcept;
 
   struct Block;
   std::vector<Block> blocks_;
@@ -123,83 +162,43 @@ class Workspace {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Kernel interface and registry
+// The registry of kernels
 // ---------------------------------------------------------------------------------------------
-
-// One (batch, query head) slice of the problem: that head's Q and O rows, and the K and V of the
-// key/value head it reads.
-struct HeadProblem {
-  const float* q;  // [q_len][head_dim]
-  const float* k;  // [kv_len][head_dim]
-  const float* v;  // [kv_len][head_dim]
-  float* o;        // [q_len][head_dim]
-  std::size_t q_len;
-  std::size_t kv_len;
-  std::size_t head_dim;
-  float scale;
-  bool causal;
-  const float* kv_packed = nullptr;  // this key/value head packed by Kernel::packing, if it has one
-
-  // Number of keys query row i may attend to: all of them, or under the bottom-right causal mask
-  // min(kv_len, max(0, i + 1 + kv_len - q_len)).
-  std::size_t visible_keys(std::size_t i) const {
-    if (!causal) return kv_len;
-    const std::size_t seen = i + 1 + kv_len;  // no overflow: validated sizes are far below 2^63
-    return seen <= q_len ? 0 : (seen - q_len < kv_len ? seen - q_len : kv_len);
-  }
-};
-
-// Query rows [begin, end) of one HeadProblem.
-struct RowRange {
-  std::size_t begin;
-  std::size_t end;
-};
-
-// Keys [begin, end) of one head.
-struct KeyRange {
-  std::size_t begin;
-  std::size_t end;
-};
-
-// A tiled kernel's result for rows over part of the keys, before normalisation: per row the max
-// m of its scores there, l = sum_j exp(s_j - m) and o = sum_j exp(s_j - m) v_j (head_dim floats a
-// row). Results over disjoint key ranges merge exactly: rescale each by exp(m_part - m_max).
-struct PartialRows {
-  float* o;
-  float* m;
-  float* l;
-};
 
 enum class Strategy {
   naive,  // materialise the score matrix; three passes: score, normalise, blend
   tiled,  // online softmax over key blocks; scratch independent of kv_len
 };
 
-// A kernel computes the output rows `rows` of one head. It takes all scratch from `ws`.
-using ComputeRows = void (*)(const HeadProblem& head, RowRange rows, Workspace& ws);
-// The same over keys `keys` only (keys.begin a multiple of 2048), leaving a PartialRows.
-using ComputePartial = void (*)(const HeadProblem& head, RowRange rows, KeyRange keys,
-                                PartialRows out, Workspace& ws);
-
-// Optional step before compute: a kernel that streams K and V in a layout of its own packs them
-// once per (batch, key/value head), and every query head of the group reads that copy. `pack`
-// packs keys [first, last) of one head (first a multiple of 256), so a head packs in parallel.
-struct KvPacking {
-  std::size_t (*floats)(std::size_t kv_len, std::size_t head_dim) = nullptr;  // per head
-  void (*pack)(const float* k, const float* v, std::size_t kv_len, std::size_t head_dim,
-               std::size_t first, std::size_t last, float* packed) = nullptr;
+enum class Backend {
+  scalar,    // plain loops, auto-vectorisation off
+  autovec,   // the same loops, vectorised by the compiler for AVX2 + FMA
+  simd,      // explicit xsimd micro-kernels, one variant per ISA
+  openblas,  // the naive steps with OpenBLAS's sgemm (the baseline)
 };
 
+// The instruction set a kernel needs beyond plain x86-64. `avx2` means AVX2 + FMA.
+enum class Isa { generic, sse4_2, avx2, avx512f };
+// Does this CPU (and the OS, for the wider registers) support `isa`?
+bool cpu_supports(Isa isa);
+
+namespace kernels {
+struct KernelCode;  // the entry points the driver calls (kernels/kernel_interface.hpp)
+}
+
+// One registry entry: named "strategy/backend[/isa]", e.g. "tiled/simd/avx2".
 struct Kernel {
-  std::string_view name;  // "strategy/backend[/isa]", e.g. "tiled/simd/avx2"
+  std::string_view name;
   Strategy strategy;
-  bool (*available)();    // can this CPU run it?
-  ComputeRows compute;    // null for a dispatching entry
-  KvPacking packing = {};  // none: the kernel reads K and V as they are
-  ComputePartial partial = nullptr;  // tiled kernels: part of the keys, for split-key decoding
-  // A dispatching entry ("tiled/simd") has no code of its own: it runs the first available
-  // registry kernel named "<name>/<isa>", the registry being in priority order.
+  Backend backend;
+  Isa isa;
+  // A dispatching entry ("tiled/simd") has no code of its own: it runs its strategy and
+  // backend's first available variant, the registry listing variants in ISA priority order.
   bool dispatches = false;
+  const kernels::KernelCode* code = nullptr;  // null for a dispatching entry
+
+  // Can this CPU run it? A dispatching entry: can it run any of its variants?
+  bool available() const;
 };
 
 // Every kernel, in priority order: the first available one is the default.
@@ -212,6 +211,8 @@ const Kernel& default_kernel();
 // ISA variant (itself if none is available, which validate() then reports).
 const Kernel& resolve(const Kernel& kernel);
 std::string_view to_string(Strategy strategy);
+std::string_view to_string(Backend backend);
+std::string_view to_string(Isa isa);
 
 // ---------------------------------------------------------------------------------------------
 // Entry points
@@ -230,7 +231,7 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
 // peak_bytes() afterwards is the scratch the call needed (summed over worker threads, packed K
 // and V included). Returns the kernel that ran (resolve(kernel)).
 const Kernel& attention(const Kernel& kernel, const Shape& shape, const Options& options,
-               const Tensors& tensors, Workspace& ws);
+                        const Tensors& tensors, Workspace& ws);
 
 // The scale a call uses: options.scale, or 1 / sqrt(head_dim) when it is unset.
 float effective_scale(const Shape& shape, const Options& options);
@@ -238,16 +239,8 @@ float effective_scale(const Shape& shape, const Options& options);
 std::size_t worker_threads(const Options& options);
 // Bytes of one head's full query-by-key score matrix in float32, as a naive kernel materialises it.
 std::size_t naive_score_bytes(const Shape& shape);
-// Bytes of the packed K and V copy a call with `kernel` (resolved) makes: 0 for a kernel that reads
-// them in place, otherwise every (batch, key/value head) padded to whole cache lines.
-std::size_t packed_bytes(const Kernel& kernel, const Shape& shape);
 // Half of this machine's physical memory: the default naive memory budget.
 std::size_t default_memory_budget();
-// Query rows per parallel task when a call runs on more than one thread (one thread takes each
-// head whole): the SIMD kernels' query block (8 groups of 6 rows). Small enough that a single head
-// of moderate length makes many tasks, so work stealing balances two threads to within one block;
-// large enough that a task's work (48 x kv_len x d x 4 FLOPs) dwarfs the cost of scheduling it.
-inline constexpr std::size_t kRowsPerTask = 48;
 
 // The float64 oracle: the three steps written plainly (score every key, normalise with the row
 // max subtracted, blend the values), one query row at a time. Not a kernel; the truth tests compare

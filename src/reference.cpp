@@ -8,7 +8,6 @@
 
 namespace attnbench {
 
-
 void reference_attention(const Shape& shape, const Options& options, const float* q,
                          const float* k, const float* v, double* o) {
   validate(shape, options);
@@ -17,19 +16,16 @@ void reference_attention(const Shape& shape, const Options& options, const float
   }
   const double scale = effective_scale(shape, options);
   const std::size_t d = shape.head_dim;
-  const std::size_t group = shape.q_heads / shape.kv_heads;
   std::vector<double> s(shape.kv_len);
 
   for (std::size_t b = 0; b < shape.batch; ++b) {
     for (std::size_t h = 0; h < shape.q_heads; ++h) {
-      const std::size_t kv_base = ((b * shape.kv_heads + h / group) * shape.kv_len) * d;
-      const std::size_t q_base = ((b * shape.q_heads + h) * shape.q_len) * d;
-      const HeadProblem head{nullptr, nullptr, nullptr, nullptr, shape.q_len, shape.kv_len, d,
-                             static_cast<float>(scale), options.causal};
+      const HeadOffsets at = head_offsets(shape, b, h);
+      const std::size_t kv_base = at.kv, q_base = at.q;
       for (std::size_t i = 0; i < shape.q_len; ++i) {
         const float* qi = q + q_base + i * d;
         double* oi = o + q_base + i * d;
-        const std::size_t visible = head.visible_keys(i);
+        const std::size_t visible = visible_keys(shape, options.causal, i);
 
         // Step 1, score: s_j = scale * q_i . k_j for every visible key j.
         for (std::size_t j = 0; j < visible; ++j) {

@@ -1,74 +1,93 @@
-// The registry: one explicit array of every kernel, in priority order (the first available one
-// is the default). Adding a kernel is one file in kernels/ plus one line here.
+// The registry: every kernel, in priority order (the first available one is the default), built
+// from the kernels' descriptors. Adding an ISA is one simd_<isa>.cpp file and one line in
+// kSimdByPriority; adding a portable kernel is one file and one line in the list below.
 #include <xsimd/xsimd.hpp>
 
-#include <array>
+#include <deque>
+#include <string>
+#include <vector>
 
 #include "attnbench.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/kernel_interface.hpp"
 
 namespace attnbench {
 
 namespace {
 
-// Run-time ISA checks: xsimd's CPUID reading, and the compiler's, which also asks the OS
-// whether it saves the wider registers.
-bool everywhere() { return true; }
-bool has_sse4_2() {
-  return xsimd::available_architectures().sse4_2 && __builtin_cpu_supports("sse4.2");
-}
-bool has_avx2_fma() {
-  return xsimd::available_architectures().fma3_avx2 && __builtin_cpu_supports("avx2") &&
-         __builtin_cpu_supports("fma");
-}
-bool has_avx512f() {
-  return xsimd::available_architectures().avx512f && __builtin_cpu_supports("avx512f");
-}
-
-constexpr KvPacking kPackSse4_2{kernels::simd_packed_floats_sse4_2, kernels::simd_pack_sse4_2};
-constexpr KvPacking kPackAvx2{kernels::simd_packed_floats_avx2, kernels::simd_pack_avx2};
-constexpr KvPacking kPackAvx512f{kernels::simd_packed_floats_avx512f, kernels::simd_pack_avx512f};
-
-// A dispatching entry is available when its most widely supported variant (SSE4.2) is.
-constexpr std::array kRegistry = {
-    Kernel{.name = "tiled/simd", .strategy = Strategy::tiled, .available = has_sse4_2,
-           .compute = nullptr, .dispatches = true},
-    Kernel{.name = "tiled/simd/avx512f", .strategy = Strategy::tiled, .available = has_avx512f,
-           .compute = kernels::tiled_simd_avx512f, .packing = kPackAvx512f,
-           .partial = kernels::tiled_simd_avx512f_partial},
-    Kernel{.name = "tiled/simd/avx2", .strategy = Strategy::tiled, .available = has_avx2_fma,
-           .compute = kernels::tiled_simd_avx2, .packing = kPackAvx2,
-           .partial = kernels::tiled_simd_avx2_partial},
-    Kernel{.name = "tiled/simd/sse4.2", .strategy = Strategy::tiled, .available = has_sse4_2,
-           .compute = kernels::tiled_simd_sse4_2, .packing = kPackSse4_2,
-           .partial = kernels::tiled_simd_sse4_2_partial},
-    Kernel{.name = "naive/simd", .strategy = Strategy::naive, .available = has_sse4_2,
-           .compute = nullptr, .dispatches = true},
-    Kernel{.name = "naive/simd/avx512f", .strategy = Strategy::naive, .available = has_avx512f,
-           .compute = kernels::naive_simd_avx512f, .packing = kPackAvx512f},
-    Kernel{.name = "naive/simd/avx2", .strategy = Strategy::naive, .available = has_avx2_fma,
-           .compute = kernels::naive_simd_avx2, .packing = kPackAvx2},
-    Kernel{.name = "naive/simd/sse4.2", .strategy = Strategy::naive, .available = has_sse4_2,
-           .compute = kernels::naive_simd_sse4_2, .packing = kPackSse4_2},
-    Kernel{.name = "tiled/autovec", .strategy = Strategy::tiled, .available = has_avx2_fma,
-           .compute = kernels::tiled_autovec, .partial = kernels::tiled_autovec_partial},
-    Kernel{.name = "naive/autovec", .strategy = Strategy::naive, .available = has_avx2_fma,
-           .compute = kernels::naive_autovec},
-    Kernel{.name = "naive/openblas", .strategy = Strategy::naive, .available = everywhere,
-           .compute = kernels::naive_openblas},
-    Kernel{.name = "tiled/scalar", .strategy = Strategy::tiled, .available = everywhere,
-           .compute = kernels::tiled_scalar, .partial = kernels::tiled_scalar_partial},
-    Kernel{.name = "naive/scalar", .strategy = Strategy::naive, .available = everywhere,
-           .compute = kernels::naive_scalar},
-};
-
+// Widest ISA first: the order a dispatching entry tries its variants in.
+constexpr const kernels::SimdTable* kSimdByPriority[] = {
+    &kernels::simd_avx512f, &kernels::simd_avx2, &kernels::simd_sse4_2};
 
 }  // namespace
 
-std::span<const Kernel> registry() { return kRegistry; }
+// Run-time ISA checks: xsimd's CPUID reading, and the compiler's, which also asks the OS
+// whether it saves the wider registers.
+bool cpu_supports(Isa isa) {
+  switch (isa) {
+    case Isa::generic:
+      return true;
+    case Isa::sse4_2:
+      return xsimd::available_architectures().sse4_2 && __builtin_cpu_supports("sse4.2");
+    case Isa::avx2:
+      return xsimd::available_architectures().fma3_avx2 && __builtin_cpu_supports("avx2") &&
+             __builtin_cpu_supports("fma");
+    case Isa::avx512f:
+      return xsimd::available_architectures().avx512f && __builtin_cpu_supports("avx512f");
+  }
+  return false;
+}
+
+namespace {
+
+struct Registry {
+  std::deque<std::string> names;  // what each Kernel::name views (a deque never moves them)
+  std::vector<Kernel> kernels;
+
+  void add(Strategy strategy, Backend backend, Isa isa, bool isa_in_name,
+           const kernels::KernelCode* code) {
+    std::string name(to_string(strategy));
+    name.append("/").append(to_string(backend));
+    if (isa_in_name) name.append("/").append(to_string(isa));
+    names.push_back(std::move(name));
+    kernels.push_back(Kernel{.name = names.back(), .strategy = strategy, .backend = backend,
+                             .isa = isa, .dispatches = code == nullptr, .code = code});
+  }
+
+  // "strategy/simd", then one variant per ISA.
+  void add_simd(Strategy strategy) {
+    add(strategy, Backend::simd, Isa::generic, false, nullptr);
+    for (const kernels::SimdTable* table : kSimdByPriority) {
+      add(strategy, Backend::simd, table->isa, true,
+          strategy == Strategy::tiled ? &table->tiled : &table->naive);
+    }
+  }
+};
+
+const Registry& the_registry() {
+  static const Registry registry = [] {
+    Registry r;
+    r.add_simd(Strategy::tiled);
+    r.add_simd(Strategy::naive);
+    r.add(Strategy::tiled, Backend::autovec, Isa::avx2, false, &kernels::tiled_autovec);
+    r.add(Strategy::naive, Backend::autovec, Isa::avx2, false, &kernels::naive_autovec);
+    r.add(Strategy::naive, Backend::openblas, Isa::generic, false, &kernels::naive_openblas);
+    r.add(Strategy::tiled, Backend::scalar, Isa::generic, false, &kernels::tiled_scalar);
+    r.add(Strategy::naive, Backend::scalar, Isa::generic, false, &kernels::naive_scalar);
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace
+
+std::span<const kernels::SimdTable* const> kernels::simd_tables() { return kSimdByPriority; }
+
+bool Kernel::available() const { return dispatches ? !resolve(*this).dispatches : cpu_supports(isa); }
+
+std::span<const Kernel> registry() { return the_registry().kernels; }
 
 const Kernel* find_kernel(std::string_view name) {
-  for (const Kernel& k : kRegistry) {
+  for (const Kernel& k : registry()) {
     if (k.name == name) return &k;
   }
   return nullptr;
@@ -76,9 +95,9 @@ const Kernel* find_kernel(std::string_view name) {
 
 const Kernel& resolve(const Kernel& kernel) {
   if (!kernel.dispatches) return kernel;
-  for (const Kernel& k : kRegistry) {
-    if (!k.dispatches && k.name.size() > kernel.name.size() && k.name.starts_with(kernel.name) &&
-        k.name[kernel.name.size()] == '/' && k.available()) {
+  for (const Kernel& k : registry()) {
+    if (!k.dispatches && k.strategy == kernel.strategy && k.backend == kernel.backend &&
+        k.available()) {
       return k;
     }
   }
@@ -86,14 +105,34 @@ const Kernel& resolve(const Kernel& kernel) {
 }
 
 const Kernel& default_kernel() {
-  for (const Kernel& k : kRegistry) {
-    if (resolve(k).available()) return k;
+  for (const Kernel& k : registry()) {
+    if (k.available()) return k;
   }
-  return kRegistry.back();  // the scalar kernels run everywhere, so this is not reached
+  return registry().back();  // the scalar kernels run everywhere, so this is not reached
 }
 
 std::string_view to_string(Strategy strategy) {
   return strategy == Strategy::naive ? "naive" : "tiled";
+}
+
+std::string_view to_string(Backend backend) {
+  switch (backend) {
+    case Backend::scalar: return "scalar";
+    case Backend::autovec: return "autovec";
+    case Backend::simd: return "simd";
+    case Backend::openblas: return "openblas";
+  }
+  return "?";
+}
+
+std::string_view to_string(Isa isa) {
+  switch (isa) {
+    case Isa::generic: return "generic";
+    case Isa::sse4_2: return "sse4.2";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512f: return "avx512f";
+  }
+  return "?";
 }
 
 }  // namespace attnbench

@@ -8,22 +8,20 @@
 #include <cstring>
 #include <xsimd/xsimd.hpp>
 
-#include "kernels/kernels.hpp"
+#include "kernels/kernel_interface.hpp"
 #include "oracle_support.hpp"
 #include "registry_params.hpp"
+
+namespace attnbench::kernels {
+void PrintTo(const SimdTable* table, std::ostream* out) { *out << to_string(table->isa); }
+}  // namespace attnbench::kernels
 
 namespace attnbench::testing {
 namespace {
 
-struct ExpIsa {
-  const char* kernel;  // a registry kernel of that ISA, for its availability check
-  void (*exp)(const float*, float*, std::size_t);
-};
-const ExpIsa kExpIsas[] = {{"tiled/simd/sse4.2", kernels::simd_exp_sse4_2},
-                           {"tiled/simd/avx2", kernels::simd_exp_avx2},
-                           {"tiled/simd/avx512f", kernels::simd_exp_avx512f}};
+using kernels::SimdTable;
 
-class SimdExp : public ::testing::TestWithParam<ExpIsa> {};
+class SimdExp : public ::testing::TestWithParam<const SimdTable*> {};
 
 // Relative error in units of float's spacing at the true value (ulp).
 double ulp_error(float got, double want) {
@@ -32,7 +30,7 @@ double ulp_error(float got, double want) {
 }
 
 TEST_P(SimdExp, WithinThreeUlpOfDoubleExpOverSoftmaxRange) {
-  if (!find_kernel(GetParam().kernel)->available()) GTEST_SKIP() << "this CPU cannot run it";
+  if (!cpu_supports(GetParam()->isa)) GTEST_SKIP() << "this CPU cannot run it";
   // Every float in [-87, 0] at a stride that visits ~16 million of them, plus the ends.
   std::vector<float> x;
   for (float v = -87.0f; v < 0.0f; v = std::nextafter(v, 0.0f)) {
@@ -45,7 +43,7 @@ TEST_P(SimdExp, WithinThreeUlpOfDoubleExpOverSoftmaxRange) {
   x.push_back(0.0f);
   x.push_back(-0.0f);
   std::vector<float> y(x.size());
-  GetParam().exp(x.data(), y.data(), x.size());
+  GetParam()->exp(x.data(), y.data(), x.size());
   double worst = 0;
   float worst_at = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -53,7 +51,7 @@ TEST_P(SimdExp, WithinThreeUlpOfDoubleExpOverSoftmaxRange) {
     if (e > worst) worst = e, worst_at = x[i];
   }
   std::printf("exp %-20s %zu inputs in [-87, 0]: max error %.2f ulp at x = %.9g\n",
-              GetParam().kernel, x.size(), worst, worst_at);
+              std::string(to_string(GetParam()->isa)).c_str(), x.size(), worst, worst_at);
   // Cephes' polynomial is good to about 1 ulp on the reduced range; the reduction and the
   // final multiply by 2^n add at most one rounding each.
   EXPECT_LE(worst, 3.0);
@@ -61,10 +59,10 @@ TEST_P(SimdExp, WithinThreeUlpOfDoubleExpOverSoftmaxRange) {
 }
 
 TEST_P(SimdExp, FlushesVeryNegativeAndKeepsNaN) {
-  if (!find_kernel(GetParam().kernel)->available()) GTEST_SKIP() << "this CPU cannot run it";
+  if (!cpu_supports(GetParam()->isa)) GTEST_SKIP() << "this CPU cannot run it";
   const float x[] = {-INFINITY, -1e30f, -200.0f, -87.5f, -88.0f, -103.0f, NAN, -86.9f, -1.0f};
   float y[std::size(x)];
-  GetParam().exp(x, y, std::size(x));
+  GetParam()->exp(x, y, std::size(x));
   for (int i = 0; i < 6; ++i) EXPECT_EQ(y[i], 0.0f) << "exp(" << x[i] << ")";
   EXPECT_TRUE(std::isnan(y[6]));
   EXPECT_GT(y[7], 0.0f);
@@ -72,16 +70,27 @@ TEST_P(SimdExp, FlushesVeryNegativeAndKeepsNaN) {
   EXPECT_NEAR(y[8], std::exp(-1.0), 1e-7);
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, SimdExp, ::testing::ValuesIn(kExpIsas),
-                         [](const auto& info) { return test_name(info.param.kernel); });
+INSTANTIATE_TEST_SUITE_P(Isa, SimdExp, ::testing::ValuesIn(kernels::simd_tables()),
+                         [](const auto& info) { return test_name(std::string(to_string(info.param->isa))); });
+
+TEST(SimdTables, OneTablePerIsaWidestFirst) {
+  const std::vector<Isa> isas = {Isa::avx512f, Isa::avx2, Isa::sse4_2};
+  ASSERT_EQ(kernels::simd_tables().size(), isas.size());
+  for (std::size_t i = 0; i < isas.size(); ++i) {
+    EXPECT_EQ(kernels::simd_tables()[i]->isa, isas[i]);
+  }
+}
 
 TEST(Dispatch, PicksTheBestIsaThisCpuHas) {
   const auto cpu = xsimd::available_architectures();
-  const char* best = cpu.avx512f ? "avx512f" : cpu.fma3_avx2 ? "avx2" : "sse4.2";
+  const Isa best = cpu.avx512f ? Isa::avx512f : cpu.fma3_avx2 ? Isa::avx2 : Isa::sse4_2;
   for (const char* strategy : {"tiled", "naive"}) {
     const Kernel& dispatcher = *find_kernel(std::string(strategy) + "/simd");
     ASSERT_TRUE(dispatcher.dispatches);
-    EXPECT_EQ(resolve(dispatcher).name, std::string(strategy) + "/simd/" + best);
+    EXPECT_EQ(resolve(dispatcher).isa, best);
+    EXPECT_EQ(resolve(dispatcher).strategy, dispatcher.strategy);
+    EXPECT_EQ(resolve(dispatcher).name,
+              std::string(strategy) + "/simd/" + std::string(to_string(best)));
     // attention() returns the kernel that ran: the resolved one, or the forced one.
     Problem p = random_problem({1, 1, 1, 5, 7, 3}, false, 1);
     std::vector<float> o(p.shape.q_elements());

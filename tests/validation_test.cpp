@@ -18,6 +18,8 @@ struct BadCall {
   const char* value;  // expected in the message, next to the field
 };
 
+void PrintTo(const BadCall& bad, std::ostream* out) { *out << bad.what; }
+
 class Validation : public ::testing::TestWithParam<BadCall> {};
 
 TEST_P(Validation, FailsWithFieldAndValueBeforeAllocating) {

@@ -8,19 +8,19 @@
 #include <cmath>
 #include <mutex>
 
-#include "kernels/kernels.hpp"
+#include "kernels/common.hpp"
 
 namespace attnbench::kernels {
 
 namespace {
-// Rows per sgemm call. Scoring: a fixed block keeps each row's rounding independent of the thread
-// count. Blending: under the causal mask the block's rows share the keys its first row sees, and
-// each row's few extra keys (at most 47) go through sgemv, so that no row multiplies a key it does
-// not see (a masked key's V may hold NaN, and 0 * NaN is NaN).
-constexpr std::size_t kBlendRows = 48;
-}  // namespace
+// Rows per sgemm call: one parallel task's rows. Scoring: blocks at the offsets where tasks start
+// keep each row's rounding independent of the thread count. Blending: under the causal mask the
+// block's rows share the keys its first row sees, and each row's few extra keys (fewer than a
+// block) go through sgemv, so that no row multiplies a key it does not see (a masked key's V may
+// hold NaN, and 0 * NaN is NaN).
+constexpr std::size_t kBlendRows = kRowsPerTask;
 
-void naive_openblas(const HeadProblem& head, RowRange rows, Workspace& ws) {
+void naive_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
   static std::once_flag single_threaded;
   std::call_once(single_threaded, [] { openblas_set_num_threads(1); });
 
@@ -79,5 +79,9 @@ void naive_openblas(const HeadProblem& head, RowRange rows, Workspace& ws) {
     }
   }
 }
+
+}  // namespace
+
+constexpr KernelCode naive_openblas{.forward = {.rows = naive_rows}};
 
 }  // namespace attnbench::kernels

@@ -4,7 +4,7 @@
 // apart).
 #pragma once
 
-#include "kernels/kernels.hpp"
+#include "kernels/common.hpp"
 
 namespace attnbench::kernels {
 namespace {

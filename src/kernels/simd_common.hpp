@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "kernels/kernels.hpp"
+#include "kernels/common.hpp"
 
 namespace attnbench::kernels {
 namespace {
@@ -37,14 +37,21 @@ struct Simd {
   // Br = 48 query rows (8 row groups) share each key block while it sits in L2: K and V then
   // come from L3 once per 48 rows, 24 FLOPs per byte, far below what L3 can feed.
   static constexpr std::size_t Br = 8 * MR;
+  static_assert(kRowsPerTask % Br == 0, "a parallel task must be whole query blocks");
 
   // Bc: the key block's K^T and V (about 8 x d bytes per key) take at most 256 KiB, half of Zen
   // 3's 512 KiB L2, leaving the rest for the accumulator, the Q rows and the score tile. Larger
   // blocks mean fewer max/rescale steps per row; capped at 512 keys, where a 6 x Bc score tile
   // (12 KiB) still sits in the 32 KiB L1 next to the streamed panels. A multiple of NR.
+  static constexpr std::size_t kMaxKeyBlock = 512;
+  // Every block key_block() returns is kMaxKeyBlock halved some times, down to NR at the least:
+  // whole panels, and a divisor of the decode chunk.
+  static_assert((NR & (NR - 1)) == 0 && kMaxKeyBlock % NR == 0, "key blocks must be whole panels");
+  static_assert(kKeyChunk % kMaxKeyBlock == 0, "a decode chunk must be whole key blocks");
+  static_assert(kPackKeys % NR == 0, "a packing task must be whole panels");
   static std::size_t key_block(std::size_t dp) {
     constexpr std::size_t kL2Budget = 256 * 1024;
-    std::size_t bc = 512;
+    std::size_t bc = kMaxKeyBlock;
     while (bc > NR && bc * 8 * dp > kL2Budget) bc /= 2;
     return bc;
   }

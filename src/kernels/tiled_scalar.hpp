@@ -5,7 +5,7 @@
 // tiled_autovec.cpp with it on (internal linkage keeps the copies apart).
 #pragma once
 
-#include "kernels/kernels.hpp"
+#include "kernels/common.hpp"
 
 namespace attnbench::kernels {
 namespace {
@@ -14,6 +14,7 @@ namespace {
 // Br query rows while they sit in L2; the scalar loops gain nothing from larger tiles.
 constexpr std::size_t Br = 16;
 constexpr std::size_t Bc = 64;
+static_assert(kKeyChunk % Bc == 0, "a decode chunk must be whole key blocks");
 
 // Rows `rows` against keys `keys`. With `partial` null the normalised rows go to head.o;
 // otherwise the unnormalised accumulator and each row's (m, l) go to *partial.
@@ -90,6 +91,15 @@ void tiled_loops(const HeadProblem& head, RowRange rows, KeyRange keys, const Pa
       }
     }
   }
+}
+
+void tiled_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
+  tiled_loops(head, rows, KeyRange{0, head.kv_len}, nullptr, ws);
+}
+
+void tiled_partial(const HeadProblem& head, RowRange rows, KeyRange keys, PartialRows out,
+                   Workspace& ws) {
+  tiled_loops(head, rows, keys, &out, ws);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The error bound every kernel must meet against the float64 oracle, and the element-by-element
-// comparison that applies it. Free of GoogleTest, so the tests (through oracle_support.hpp), the
-// fuzzers (fuzz/) and the error-growth tool (bench/error_growth.cpp) all use this one definition.
+// comparison that applies it: the one definition the tests, the fuzzers (fuzz/) and the
+// error-growth tool (bench/error_growth.cpp) all use.
 #pragma once
 
 #include <algorithm>
@@ -34,14 +34,9 @@ struct RowView {
 };
 
 inline RowView row_view(const ProblemView& p, std::size_t batch, std::size_t head, std::size_t i) {
-  const Shape& s = p.shape;
-  const std::size_t d = s.head_dim;
-  const std::size_t kv_head = batch * s.kv_heads + head / (s.q_heads / s.kv_heads);
-  const HeadProblem shape_only{nullptr, nullptr, nullptr, nullptr, s.q_len, s.kv_len, d,
-                               effective_scale(s, p.options), p.options.causal};
-  const std::size_t out = ((batch * s.q_heads + head) * s.q_len + i) * d;
-  return {p.q + out, p.k + kv_head * s.kv_len * d, p.v + kv_head * s.kv_len * d,
-          shape_only.visible_keys(i), out};
+  const HeadOffsets at = head_offsets(p.shape, batch, head);
+  const std::size_t out = at.q + i * p.shape.head_dim;
+  return {p.q + out, p.k + at.kv, p.v + at.kv, visible_keys(p.shape, p.options.causal, i), out};
 }
 
 // The error bound for query row i of one head, a worst case rather than a statistical guess:
@@ -93,9 +88,9 @@ struct Comparison {
 inline void compare_row(const ProblemView& p, const float* out, const double* ref,
                         std::size_t batch, std::size_t head, std::size_t i, double bound,
                         Comparison& result) {
-  const Shape& s = p.shape;
-  for (std::size_t c = 0; c < s.head_dim; ++c) {
-    const std::size_t at = ((batch * s.q_heads + head) * s.q_len + i) * s.head_dim + c;
+  const std::size_t row_at = row_view(p, batch, head, i).out;
+  for (std::size_t c = 0; c < p.shape.head_dim; ++c) {
+    const std::size_t at = row_at + c;
     const double want = ref[at], got = out[at];
     const bool same_special = (std::isnan(want) && std::isnan(got)) ||
                               (std::isinf(want) && got == want);

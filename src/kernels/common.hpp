@@ -1,0 +1,32 @@
+// What every kernel file includes: the kernel interface, and the small pieces of softmax
+// arithmetic all kernels (and the driver's split-key merge) share.
+#pragma once
+
+#include <limits>
+
+#include "kernels/kernel_interface.hpp"
+
+namespace attnbench::kernels {
+
+// The helpers below are compiled into scalar and per-ISA translation units alike: internal
+// linkage keeps the linker from sharing one ISA's copy with another.
+namespace {
+
+constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+
+inline std::size_t min_of(std::size_t a, std::size_t b) { return a < b ? a : b; }
+inline float scalar_exp(float x) { return __builtin_expf(x); }
+
+// The value subtracted from a row's scores before exp: its running max m, or 0 while m is -inf
+// (no key seen yet, or every score -inf), so that exp(s - m) is exp(-inf) = 0 and never
+// exp(-inf - -inf) = NaN. A NaN score still gives exp(NaN) = NaN and poisons the row, as in the
+// oracle.
+inline float max_reference(float m) { return m == kMinusInf ? 0.0f : m; }
+
+// 1 / l for the final normalisation, or 0 when the row weighed nothing (l == 0: no visible key,
+// or every score -inf), which the library defines as a zero row. A NaN l stays NaN.
+inline float inverse_sum(float l) { return l == 0.0f ? 0.0f : 1.0f / l; }
+
+}  // namespace
+
+}  // namespace attnbench::kernels

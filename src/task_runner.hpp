@@ -1,0 +1,47 @@
+// The driver's one way to run work: task(i, workspace) for i in [0, count), inline on the
+// caller's thread and workspace when a call has one thread, otherwise on a oneTBB arena of that
+// many threads, each worker thread with a child workspace of its own. Packing and compute (and
+// any later pass) all go through it.
+#pragma once
+
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <cstddef>
+#include <optional>
+
+#include "attnbench.hpp"
+
+namespace attnbench::driver {
+
+class TaskRunner {
+ public:
+  TaskRunner(std::size_t threads, Workspace& ws) : ws_(ws) {
+    if (threads > 1) {
+      ws.reserve_workers(threads);
+      arena_.emplace(static_cast<int>(threads));
+    }
+  }
+
+  bool parallel() const { return arena_.has_value(); }
+
+  template <class Task>
+  void run(std::size_t count, Task&& task) {
+    if (!arena_) {
+      for (std::size_t i = 0; i < count; ++i) task(i, ws_);
+      return;
+    }
+    arena_->execute([&] {
+      tbb::parallel_for(std::size_t{0}, count, [&](std::size_t i) {
+        const int thread = tbb::this_task_arena::current_thread_index();
+        task(i, ws_.worker(static_cast<std::size_t>(thread)));
+      });
+    });
+  }
+
+ private:
+  Workspace& ws_;
+  std::optional<tbb::task_arena> arena_;
+};
+
+}  // namespace attnbench::driver

@@ -1,0 +1,88 @@
+// One attention call's inputs, owned: seeded random fills, the outliers that force the online
+// softmax to rescale, the float64 oracle's answer, and a run of a kernel on it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "attnbench.hpp"
+#include "testing/error_bound.hpp"
+
+namespace attnbench::testing {
+
+struct Problem {
+  Shape shape;
+  Options options;
+  std::vector<float> q, k, v;
+
+  // Zero Q, K and V of the shape.
+  Problem(const Shape& s = {}, const Options& o = {})
+      : shape(s), options(o), q(s.q_elements()), k(s.kv_elements()), v(s.kv_elements()) {}
+
+  ProblemView view() const { return {shape, options, q.data(), k.data(), v.data()}; }
+  Tensors tensors(std::vector<float>& o) const { return {q.data(), k.data(), v.data(), o.data()}; }
+};
+
+// Seeded random values. One generator and one distribution of each kind serve every tensor a
+// RandomFill fills, in the order they are filled, so a problem's values depend on its seed alone.
+class RandomFill {
+ public:
+  explicit RandomFill(std::uint32_t seed) : rng_(seed) {}
+  // Standard normal values times `scale`.
+  void normal(std::vector<float>& t, float scale = 1.0f) {
+    for (float& x : t) x = normal_(rng_) * scale;
+  }
+  // Uniform in [0, 1).
+  void uniform(std::vector<float>& t) {
+    for (float& x : t) x = uniform_(rng_);
+  }
+
+ private:
+  std::mt19937 rng_;
+  std::normal_distribution<float> normal_{0.0f, 1.0f};
+  std::uniform_real_distribution<float> uniform_{0.0f, 1.0f};
+};
+
+// Standard-normal Q, K, V from a fixed seed.
+inline Problem random_problem(const Shape& shape, bool causal, std::uint32_t seed) {
+  Problem p(shape);
+  p.options.causal = causal;
+  RandomFill fill(seed);
+  for (auto* t : {&p.q, &p.k, &p.v}) fill.normal(*t);
+  return p;
+}
+
+// Outliers that force the online softmax to rescale: every key gets a component along the all-ones
+// direction that grows with its index, and every query a positive one, so the row max rises in
+// every key block; a few keys are also multiplied by 30. Scores reach the hundreds, far past
+// where exp(s) overflows float without the max subtracted.
+inline void add_outliers(Problem& p) {
+  const std::size_t d = p.shape.head_dim;
+  const float ramp = 40.0f / std::sqrt(static_cast<float>(d));
+  for (std::size_t row = 0; row * d < p.q.size(); ++row) {
+    for (std::size_t c = 0; c < d; ++c) p.q[row * d + c] += 2.0f;
+  }
+  for (std::size_t row = 0; row * d < p.k.size(); ++row) {
+    const float j = static_cast<float>(row % p.shape.kv_len) / static_cast<float>(p.shape.kv_len);
+    for (std::size_t c = 0; c < d; ++c) p.k[row * d + c] += ramp * j;
+    if (row % 37 == 5) {
+      for (std::size_t c = 0; c < d; ++c) p.k[row * d + c] *= 30.0f;
+    }
+  }
+}
+
+inline std::vector<double> oracle(const Problem& p) {
+  std::vector<double> o(p.shape.q_elements());
+  reference_attention(p.shape, p.options, p.q.data(), p.k.data(), p.v.data(), o.data());
+  return o;
+}
+
+inline std::vector<float> run(const Kernel& kernel, const Problem& p, Workspace& ws) {
+  std::vector<float> o(p.shape.q_elements(), -12345.0f);  // poison: every element must be written
+  attention(kernel, p.shape, p.options, p.tensors(o), ws);
+  return o;
+}
+
+}  // namespace attnbench::testing
