@@ -44,11 +44,13 @@ constexpr auto kNames = [] {
 
 std::span<const std::string_view> names() { return kNames; }
 
-const Kernel& best_kernel(Strategy strategy) {
+const Kernel& best_kernel(std::optional<Strategy> strategy) {
   for (const Kernel& k : registry()) {
-    if (k.strategy == strategy && resolve(k).available()) return k;
+    if ((!strategy || k.strategy == *strategy) && resolve(k).available()) return k;
   }
-  return default_kernel();  // not reached: each strategy has a scalar kernel that runs anywhere
+  // Not reached: each strategy has a scalar kernel that runs anywhere.
+  throw Error("strategy", strategy ? std::string(to_string(*strategy)) : "any",
+              "no registry kernel of it runs on this CPU");
 }
 
 int run(std::string_view name, const std::string& json_path, std::FILE* out) {
