@@ -10,6 +10,24 @@ namespace attnbench::demo {
 
 using namespace detail;
 
+namespace {
+
+// The table's error columns, for print() and to_json() alike.
+struct Column {
+  const char* header;
+  const char* key;  // in the JSON rows
+  double BottleneckRow::*error;
+  int precision;
+  int width;  // 0 for the last column: no trailing padding
+};
+constexpr Column kColumns[] = {
+    {"mean-pooled", "mean_pooled_error", &BottleneckRow::mean_pooled, 3, 18},
+    {"attention", "attention_error", &BottleneckRow::attention, 4, 16},
+    {"attention (worst)", "attention_worst_error", &BottleneckRow::attention_worst, 4, 0},
+};
+
+}  // namespace
+
 BottleneckResult bottleneck(const Kernel& kernel, std::vector<std::size_t> ns) {
   BottleneckResult r;
   r.dim = 8;
@@ -72,20 +90,24 @@ void print(const BottleneckResult& r, std::FILE* out) {
                "problems retrieved; query = %g * key\n",
                r.kernel.c_str(), r.dim, r.seeds, double(r.sharpness));
   std::fprintf(out, "relative error |answer - v_p| / |v_p|, mean over the retrievals\n");
-  std::fprintf(out, "%6s  %-18s %-16s %s\n", "n", "mean-pooled", "attention", "attention (worst)");
+  std::fprintf(out, "%6s ", "n");
+  for (const Column& c : kColumns) std::fprintf(out, " %-*s", c.width, c.header);
+  std::fputc('\n', out);
   for (const BottleneckRow& row : r.rows) {
-    std::fprintf(out, "%6zu  %-18s %-16s %s\n", row.n, number(row.mean_pooled, 3).c_str(),
-                 number(row.attention, 4).c_str(), number(row.attention_worst, 4).c_str());
+    std::fprintf(out, "%6zu ", row.n);
+    for (const Column& c : kColumns) {
+      std::fprintf(out, " %-*s", c.width, number(row.*c.error, c.precision).c_str());
+    }
+    std::fputc('\n', out);
   }
 }
 
 Json to_json(const BottleneckResult& r) {
   Json rows = Json::array();
   for (const BottleneckRow& row : r.rows) {
-    rows.push_back({{"n", row.n},
-                    {"mean_pooled_error", row.mean_pooled},
-                    {"attention_error", row.attention},
-                    {"attention_worst_error", row.attention_worst}});
+    Json j = {{"n", row.n}};
+    for (const Column& c : kColumns) j[c.key] = row.*c.error;
+    rows.push_back(std::move(j));
   }
   return {{"kernel", r.kernel},
           {"dim", r.dim},
@@ -93,9 +115,5 @@ Json to_json(const BottleneckResult& r) {
           {"sharpness", r.sharpness},
           {"rows", rows}};
 }
-
-// ---------------------------------------------------------------------------------------------
-// alignment
-// ---------------------------------------------------------------------------------------------
 
 }  // namespace attnbench::demo

@@ -25,6 +25,46 @@ double half_of_ram() {
   return double(static_cast<std::size_t>(pages) / 2 * static_cast<std::size_t>(page_size));
 }
 
+// What a column holds in an extrapolated row.
+enum class Unmeasured {
+  exact,   // the same as measured (a byte count that follows from n)
+  fitted,  // the fit's value, printed with a "~"
+  absent,  // nothing: "-" when printed, null in the JSON
+};
+
+// The table's columns after n, for print() and to_json() alike.
+struct Column {
+  const char* header;
+  const char* key;  // in the JSON rows
+  double QuadraticRow::*value;
+  std::string (*format)(double);
+  Unmeasured unmeasured;
+  int width;  // 0 for the last column: no trailing padding
+};
+constexpr Column kColumns[] = {
+    {"n^2*4 bytes", "score_matrix_bytes", &QuadraticRow::score_matrix_bytes, bytes,
+     Unmeasured::exact, 13},
+    {"naive scratch", "naive_scratch_bytes", &QuadraticRow::naive_scratch_bytes, bytes,
+     Unmeasured::absent, 14},
+    {"naive time", "naive_ms", &QuadraticRow::naive_ms, milliseconds, Unmeasured::fitted, 12},
+    {"tiled scratch", "tiled_scratch_bytes", &QuadraticRow::tiled_scratch_bytes, bytes,
+     Unmeasured::fitted, 14},
+    {"tiled time", "tiled_ms", &QuadraticRow::tiled_ms, milliseconds, Unmeasured::absent, 0},
+};
+
+// A row's cell in column c, as printed.
+std::string cell(const QuadraticRow& row, const Column& c) {
+  if (row.measured || c.unmeasured == Unmeasured::exact) return c.format(row.*c.value);
+  if (c.unmeasured == Unmeasured::absent) return "-";
+  // append, not "~" + string: GCC 12 warns falsely on the latter (-Wrestrict)
+  return std::string("~").append(c.format(row.*c.value));
+}
+
+double since_ms(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 }  // namespace
 
 QuadraticResult quadratic(const Kernel& naive, const Kernel& tiled,
@@ -53,9 +93,7 @@ QuadraticResult quadratic(const Kernel& naive, const Kernel& tiled,
       const auto start = std::chrono::steady_clock::now();
       r.naive_kernel =
           attention(naive, shape, options, {q.data(), k.data(), v.data(), o.data()}, naive_ws).name;
-      ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count());
+      ms.push_back(since_ms(start));
     }
     std::sort(ms.begin(), ms.end());
     row.naive_ms = ms[ms.size() / 2];
@@ -65,8 +103,7 @@ QuadraticResult quadratic(const Kernel& naive, const Kernel& tiled,
     const auto start = std::chrono::steady_clock::now();
     r.tiled_kernel =
         attention(tiled, shape, options, {q.data(), k.data(), v.data(), o.data()}, tiled_ws).name;
-    row.tiled_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    row.tiled_ms = since_ms(start);
     row.tiled_scratch_bytes = double(tiled_ws.peak_bytes());
 
     log_n.push_back(std::log(double(n)));
@@ -101,21 +138,13 @@ void print(const QuadraticResult& r, std::FILE* out) {
                "naive kernel %s (time: median of %zu calls), tiled kernel %s (one call); "
                "q_len = kv_len = n, head dim %zu, one head, one thread\n",
                r.naive_kernel.c_str(), r.reps, r.tiled_kernel.c_str(), r.head_dim);
-  std::fprintf(out, "%8s  %-13s %-14s %-12s %-14s %s\n", "n", "n^2*4 bytes", "naive scratch",
-               "naive time", "tiled scratch", "tiled time");
+  std::fprintf(out, "%8s ", "n");
+  for (const Column& c : kColumns) std::fprintf(out, " %-*s", c.width, c.header);
+  std::fputc('\n', out);
   for (const QuadraticRow& row : r.rows) {
-    if (row.measured) {
-      std::fprintf(out, "%8zu  %-13s %-14s %-12s %-14s %s\n", row.n,
-                   bytes(row.score_matrix_bytes).c_str(), bytes(row.naive_scratch_bytes).c_str(),
-                   milliseconds(row.naive_ms).c_str(), bytes(row.tiled_scratch_bytes).c_str(),
-                   milliseconds(row.tiled_ms).c_str());
-    } else {
-      const std::string naive_ms = std::string("~").append(milliseconds(row.naive_ms));
-      const std::string tiled_bytes = std::string("~").append(bytes(row.tiled_scratch_bytes));
-      std::fprintf(out, "%8zu  %-13s %-14s %-12s %-14s %s\n", row.n,
-                   bytes(row.score_matrix_bytes).c_str(), "-", naive_ms.c_str(),
-                   tiled_bytes.c_str(), "- (extrapolated)");
-    }
+    std::fprintf(out, "%8zu ", row.n);
+    for (const Column& c : kColumns) std::fprintf(out, " %-*s", c.width, cell(row, c).c_str());
+    std::fprintf(out, "%s\n", row.measured ? "" : " (extrapolated)");
   }
   std::fprintf(out,
                "fits: naive time ~ n^%.2f (least squares of log t on log n); tiled scratch ~ "
@@ -135,14 +164,12 @@ void print(const QuadraticResult& r, std::FILE* out) {
 Json to_json(const QuadraticResult& r) {
   Json rows = Json::array();
   for (const QuadraticRow& row : r.rows) {
-    rows.push_back(
-        {{"n", row.n},
-         {"measured", row.measured},
-         {"score_matrix_bytes", row.score_matrix_bytes},
-         {"naive_scratch_bytes", row.measured ? Json(row.naive_scratch_bytes) : Json(nullptr)},
-         {"naive_ms", row.naive_ms},
-         {"tiled_scratch_bytes", row.tiled_scratch_bytes},
-         {"tiled_ms", row.measured ? Json(row.tiled_ms) : Json(nullptr)}});
+    Json j = {{"n", row.n}, {"measured", row.measured}};
+    for (const Column& c : kColumns) {
+      const bool absent = !row.measured && c.unmeasured == Unmeasured::absent;
+      j[c.key] = absent ? Json(nullptr) : Json(row.*c.value);
+    }
+    rows.push_back(std::move(j));
   }
   return {{"naive_kernel", r.naive_kernel},
           {"tiled_kernel", r.tiled_kernel},
