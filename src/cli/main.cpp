@@ -158,9 +158,11 @@ int main(int argc, char** argv) {
                       "largest naive score matrix in bytes (default: half of RAM)");
 
   std::string demo_name, demo_json;
+  std::string demo_choices;  // from the demos' own list, so a new demo appears in --help
+  for (std::string_view name : attnbench::demo::names()) demo_choices.append(name).append(", ");
+  demo_choices.replace(demo_choices.size() - 2, 2, " or all");
   CLI::App* demo = app.add_subcommand("demo", "run one of the attention module's experiments, or all");
-  demo->add_option("name", demo_name, "softmax, bottleneck, alignment, quadratic, order, uniform or all")
-      ->required();
+  demo->add_option("name", demo_name, demo_choices)->required();
   demo->add_option("--json", demo_json, "also write every demo's numbers to this JSON file");
 
   try {
