@@ -177,7 +177,7 @@ TEST(DemoRun, UnwritableJsonIsAnErrorBeforeAnyDemoRuns) {
 }
 
 TEST(DemoJson, EveryDemoHasItsFields) {
-  const Kernel& k = best_kernel();
+  const Kernel& k = default_kernel();
   EXPECT_TRUE(to_json(bottleneck(k)).contains("rows"));
   EXPECT_EQ(to_json(alignment(k))["weights"].size(), 3u);
   EXPECT_TRUE(to_json(order(k))["with_positions"].contains("max_difference"));

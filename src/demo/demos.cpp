@@ -44,13 +44,11 @@ constexpr auto kNames = [] {
 
 std::span<const std::string_view> names() { return kNames; }
 
-const Kernel& best_kernel(std::optional<Strategy> strategy) {
+const Kernel& best_kernel(Strategy strategy) {
   for (const Kernel& k : registry()) {
-    if ((!strategy || k.strategy == *strategy) && resolve(k).available()) return k;
+    if (k.strategy == strategy && k.available()) return k;
   }
-  // Not reached: each strategy has a scalar kernel that runs anywhere.
-  throw Error("strategy", strategy ? std::string(to_string(*strategy)) : "any",
-              "no registry kernel of it runs on this CPU");
+  return default_kernel();  // not reached: each strategy has a scalar kernel that runs anywhere
 }
 
 int run(std::string_view name, const std::string& json_path, std::FILE* out) {

@@ -18,7 +18,6 @@
 #include <cstddef>
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,10 +33,9 @@ using Json = nlohmann::ordered_json;
 // The demos in the order `attnbench demo all` runs them.
 std::span<const std::string_view> names();
 
-// The first registry kernel (of `strategy`, if given) that runs on this CPU, registry order being
-// priority order: the small demos' default, and e.g. naive/simd for the quadratic demo's score
-// matrix.
-const Kernel& best_kernel(std::optional<Strategy> strategy = std::nullopt);
+// The first registry kernel of `strategy` that runs on this CPU (registry order is priority order),
+// e.g. naive/simd for the quadratic demo's score matrix.
+const Kernel& best_kernel(Strategy strategy);
 
 // ---------------------------------------------------------------------------------------------
 // softmax
@@ -60,7 +58,7 @@ struct SoftmaxResult {
   float score_ratio = 0;
   float weight_ratio = 0;
 };
-SoftmaxResult softmax(const Kernel& kernel = best_kernel());
+SoftmaxResult softmax(const Kernel& kernel = default_kernel());
 
 // ---------------------------------------------------------------------------------------------
 // bottleneck
@@ -79,7 +77,7 @@ struct BottleneckResult {
   float sharpness = 0;    // query = sharpness * key (keys have unit length)
   std::vector<BottleneckRow> rows;
 };
-BottleneckResult bottleneck(const Kernel& kernel = best_kernel(),
+BottleneckResult bottleneck(const Kernel& kernel = default_kernel(),
                             std::vector<std::size_t> ns = {5, 25, 200});
 
 // ---------------------------------------------------------------------------------------------
@@ -95,7 +93,7 @@ struct AlignmentResult {
   std::array<std::array<float, 3>, 3> weights{};  // [target][source]; each row sums to 1
   std::array<std::size_t, 3> aligned{};           // argmax source of each target word
 };
-AlignmentResult alignment(const Kernel& kernel = best_kernel());
+AlignmentResult alignment(const Kernel& kernel = default_kernel());
 
 // ---------------------------------------------------------------------------------------------
 // quadratic
@@ -147,7 +145,7 @@ struct OrderResult {
   OrderCase without_positions;  // self-attention over the word embeddings: equal (to rounding)
   OrderCase with_positions;     // the same plus sinusoidal position encodings: different
 };
-OrderResult order(const Kernel& kernel = best_kernel());
+OrderResult order(const Kernel& kernel = default_kernel());
 
 // ---------------------------------------------------------------------------------------------
 // uniform
@@ -165,7 +163,7 @@ struct UniformResult {
   std::size_t n = 0, dim = 0;
   std::vector<UniformCase> cases;
 };
-UniformResult uniform(const Kernel& kernel = best_kernel());
+UniformResult uniform(const Kernel& kernel = default_kernel());
 
 // ---------------------------------------------------------------------------------------------
 // Printing, JSON, and the command

@@ -1,7 +1,5 @@
 // quadratic: the naive kernels' score matrix grows as n^2, so they refuse long sequences; the
 // tiled kernel's scratch does not. Measured on a few n, extrapolated to 128k by least squares.
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,17 +11,6 @@ namespace attnbench::demo {
 using namespace detail;
 
 namespace {
-
-// Half of physical RAM: the naive budget when Options::memory_budget_bytes is 0, as attnbench.hpp
-// documents it. Computed here the way attention.cpp does, because the demos keep to the library's
-// stable names and the function that returns it is not one of them.
-double half_of_ram() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGE_SIZE);
-  // Unknown: the library's fallback (it assumes 8 GiB of RAM).
-  if (pages <= 0 || page_size <= 0) return double(std::size_t{1} << 32);
-  return double(static_cast<std::size_t>(pages) / 2 * static_cast<std::size_t>(page_size));
-}
 
 // What a column holds in an extrapolated row.
 enum class Unmeasured {
@@ -73,7 +60,7 @@ QuadraticResult quadratic(const Kernel& naive, const Kernel& tiled,
   QuadraticResult r;
   r.head_dim = head_dim;
   r.reps = std::max<std::size_t>(reps, 1);
-  r.memory_budget_bytes = half_of_ram();
+  r.memory_budget_bytes = double(default_memory_budget());
   std::vector<double> log_n, log_ms, n_keys, tiled_bytes;
   for (std::size_t n : measured) {
     const Shape shape{1, 1, 1, n, n, head_dim};
