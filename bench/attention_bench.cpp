@@ -32,8 +32,8 @@
 
 #include "attnbench.hpp"
 #include "build_info.hpp"
-#include "kernels/kernel_interface.hpp"
 #include "ceilings.hpp"
+#include "kernels/kernel_interface.hpp"
 
 namespace {
 
@@ -45,23 +45,34 @@ struct Preset {
   std::vector<std::size_t> lengths;        // every kernel
   std::vector<std::size_t> tiled_lengths;  // tiled kernels only: the memory curve stays flat
   std::vector<std::size_t> dims;
-  std::vector<std::size_t> tiled_dims;     // head dims of the tiled-only lengths
-  bool causal;                             // also causal points (d = 128, SIMD and baseline)
-  double budget_seconds;                   // longest predicted single call of a point
+  std::vector<std::size_t> tiled_dims;  // head dims of the tiled-only lengths
+  bool causal;                          // also causal points (d = 128, SIMD and baseline)
+  double budget_seconds;                // longest predicted single call of a point
   int repetitions;
-  double min_time;                         // seconds per repetition of a short point
-  std::size_t decode_keys;                 // keys of the one-query decoding point (d = 128)
-  std::size_t gqa_heads, gqa_len;          // GQA points: this many query heads over 2 and over
-                                           // as many key/value heads, q_len = kv_len = gqa_len
+  double min_time;                 // seconds per repetition of a short point
+  std::size_t decode_keys;         // keys of the one-query decoding point (d = 128)
+  std::size_t gqa_heads, gqa_len;  // GQA points: this many query heads over 2 and over
+                                   // as many key/value heads, q_len = kv_len = gqa_len
 };
 
 Preset preset_named(const std::string& name) {
-  if (name == "quick") return {{128, 512, 2048}, {8192}, {64, 128}, {64}, true, 0.5, 3, 0.05, 8192, 8, 512};
+  if (name == "quick")
+    return {{128, 512, 2048}, {8192}, {64, 128}, {64}, true, 0.5, 3, 0.05, 8192, 8, 512};
   if (name == "full") {
-    return {{128, 256, 512, 1024, 2048, 4096, 8192, 16384}, {32768, 65536}, {32, 64, 128, 256},
-            {64}, true, 6.0, 3, 0.1, 32768, 8, 2048};
+    return {{128, 256, 512, 1024, 2048, 4096, 8192, 16384},
+            {32768, 65536},
+            {32, 64, 128, 256},
+            {64},
+            true,
+            6.0,
+            3,
+            0.1,
+            32768,
+            8,
+            2048};
   }
-  std::fprintf(stderr, "attnbench_bench: --preset=%s: unknown preset (quick or full)\n", name.c_str());
+  std::fprintf(stderr, "attnbench_bench: --preset=%s: unknown preset (quick or full)\n",
+               name.c_str());
   std::exit(2);
 }
 
@@ -95,7 +106,9 @@ double flops_of(const Point& p) {
 // again to blend (4 sweeps of the scored pairs).
 double bytes_moved(const Point& p) {
   const double io = 4.0 * double(2 * p.shape.q_elements() + 2 * p.shape.kv_elements());
-  return p.kernel->strategy == Strategy::naive ? io + 4 * 4.0 * attnbench::scored_pairs(p.shape, p.causal) : io;
+  return p.kernel->strategy == Strategy::naive
+             ? io + 4 * 4.0 * attnbench::scored_pairs(p.shape, p.causal)
+             : io;
 }
 
 // Measured fp32 FMA peak in FLOP/s per thread count, filled before any benchmark runs.
@@ -156,7 +169,8 @@ void run_point(benchmark::State& state, Point p, std::string skip_reason) {
     ws = std::make_unique<attnbench::Workspace>();
     o.assign(shape.q_elements(), 0.0f);
     try {
-      attnbench::attention(*p.kernel, shape, options, {q.data(), k.data(), v.data(), o.data()}, *ws);
+      attnbench::attention(*p.kernel, shape, options, {q.data(), k.data(), v.data(), o.data()},
+                           *ws);
     } catch (const attnbench::Error& e) {  // over the naive memory budget
       state.SkipWithError((std::string("skipped: ") + e.what()).c_str());
       for (auto _ : state) {
@@ -176,7 +190,8 @@ void run_point(benchmark::State& state, Point p, std::string skip_reason) {
   state.counters["pct_peak"] =
       Counter(100.0 * flops / g_peak_flops[p.threads], Counter::kIsIterationInvariantRate);
   state.counters["scratch_bytes"] = Counter(double(ws->peak_bytes()));
-  state.counters["score_matrix_bytes"] = Counter(double(attnbench::naive_score_bytes(shape)));  // one head
+  state.counters["score_matrix_bytes"] =
+      Counter(double(attnbench::naive_score_bytes(shape)));  // one head
   state.counters["rss_peak_bytes"] = Counter(double(rss_high_water()));
   state.counters["bytes_moved"] = Counter(bytes_moved(p));
   state.counters["flops_per_call"] = Counter(flops);
@@ -254,7 +269,8 @@ void add_context(const std::string& preset, std::size_t all_threads) {
   AddCustomContext("rows_per_task", std::to_string(attnbench::kernels::kRowsPerTask));
   AddCustomContext("threads_all", std::to_string(all_threads));
   for (const Kernel& k : attnbench::registry()) {
-    if (k.dispatches) AddCustomContext("dispatch " + std::string(k.name), std::string(attnbench::resolve(k).name));
+    if (k.dispatches)
+      AddCustomContext("dispatch " + std::string(k.name), std::string(attnbench::resolve(k).name));
   }
   AddCustomContext("compiler", ATTNBENCH_COMPILER);
   AddCustomContext("cxx_flags", ATTNBENCH_CXX_FLAGS);
@@ -350,8 +366,9 @@ int main(int argc, char** argv) {
     std::string skip;
     if (call > preset.budget_seconds) {
       char why[160];
-      std::snprintf(why, sizeof why, "predicted %.1f s per call exceeds the %s preset's %.2f s budget",
-                    call, preset_name.c_str(), preset.budget_seconds);
+      std::snprintf(why, sizeof why,
+                    "predicted %.1f s per call exceeds the %s preset's %.2f s budget", call,
+                    preset_name.c_str(), preset.budget_seconds);
       skip = why;
     } else if (p.kernel->strategy == Strategy::naive &&
                attnbench::naive_score_bytes(p.shape) > attnbench::default_memory_budget()) {

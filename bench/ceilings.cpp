@@ -36,7 +36,7 @@ __attribute__((target("avx2,fma"))) double fma_chains_avx2(long iterations) {
     _mm256_storeu_ps(lanes, acc[k]);
     sum += lanes[0];
   }
-  sink = sum;  // keeps the chains live
+  sink = sum;                                     // keeps the chains live
   return 2.0 * 8 * kChains * double(iterations);  // FLOPs: an FMA is 2 per lane
 }
 
@@ -63,7 +63,8 @@ double rate_on_threads(std::size_t threads, Work work) {
   std::vector<double> result(threads);
   std::vector<Clock::time_point> end(threads);
   Clock::time_point begin;  // set once every thread has warmed up, just before their release
-  std::barrier start(static_cast<std::ptrdiff_t>(threads), [&]() noexcept { begin = Clock::now(); });
+  std::barrier start(static_cast<std::ptrdiff_t>(threads),
+                     [&]() noexcept { begin = Clock::now(); });
   std::vector<std::thread> pool;
   for (std::size_t t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
@@ -76,7 +77,8 @@ double rate_on_threads(std::size_t threads, Work work) {
   for (auto& th : pool) th.join();
   double total = 0;
   for (double r : result) total += r;
-  const double seconds = std::chrono::duration<double>(*std::max_element(end.begin(), end.end()) - begin).count();
+  const double seconds =
+      std::chrono::duration<double>(*std::max_element(end.begin(), end.end()) - begin).count();
   return total / seconds;
 }
 
@@ -90,7 +92,8 @@ FmaPeak measure_fma_peak(std::size_t threads) {
     double (*chains)(long);
   };
   const Variant variants[] = {
-      {"avx2+fma", __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"), fma_chains_avx2},
+      {"avx2+fma", __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
+       fma_chains_avx2},
       {"avx512f", bool(__builtin_cpu_supports("avx512f")), fma_chains_avx512f}};
   for (const Variant& v : variants) {
     if (!v.usable) continue;
@@ -110,19 +113,21 @@ double measure_triad_bandwidth(std::size_t threads) {
   tbb::task_arena arena(static_cast<int>(threads));
   auto triad = [&](float s) {
     arena.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, n / threads / 4),
-                        [&](const tbb::blocked_range<std::size_t>& r) {
-                          for (std::size_t i = r.begin(); i < r.end(); ++i) a[i] = b[i] + s * c[i];
-                        },
-                        tbb::static_partitioner());
+      tbb::parallel_for(
+          tbb::blocked_range<std::size_t>(0, n, n / threads / 4),
+          [&](const tbb::blocked_range<std::size_t>& r) {
+            for (std::size_t i = r.begin(); i < r.end(); ++i) a[i] = b[i] + s * c[i];
+          },
+          tbb::static_partitioner());
     });
   };
   arena.execute([&] {  // first touch by the threads that will use the pages
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, n / threads / 4),
-                      [&](const tbb::blocked_range<std::size_t>& r) {
-                        for (std::size_t i = r.begin(); i < r.end(); ++i) a[i] = b[i] = c[i] = 1.0f;
-                      },
-                      tbb::static_partitioner());
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, n, n / threads / 4),
+        [&](const tbb::blocked_range<std::size_t>& r) {
+          for (std::size_t i = r.begin(); i < r.end(); ++i) a[i] = b[i] = c[i] = 1.0f;
+        },
+        tbb::static_partitioner());
   });
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {

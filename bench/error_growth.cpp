@@ -120,7 +120,8 @@ void print_table(const char* title, const std::vector<Column>& columns, const ch
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fp32 error of every kernel against the float64 oracle, by key length and score size"};
+  CLI::App app{
+      "fp32 error of every kernel against the float64 oracle, by key length and score size"};
   std::vector<std::size_t> lengths{64, 256, 1024, 4096, 16384};
   std::vector<int> stds{1, 8, 64};
   std::size_t std_at = 1024, q_len = 64, d = 64;
@@ -145,11 +146,12 @@ int main(int argc, char** argv) {
     for (const Kernel* k : list) by_std[std::string(k->name)].push_back(measure(*k, p));
   }
 
-  std::printf("# max |o - o_ref| over %zu query rows, d = %zu, in units of u * Vmax "
-              "(u = 2^-24; Q, K standard normal; V %s)\n", q_len, d,
-              values == "normal" ? "standard normal" : "uniform in [0, 1)");
-  print_table("Error against key length (scores of standard deviation 1):", lengths, "n =",
-              by_length);
+  std::printf(
+      "# max |o - o_ref| over %zu query rows, d = %zu, in units of u * Vmax "
+      "(u = 2^-24; Q, K standard normal; V %s)\n",
+      q_len, d, values == "normal" ? "standard normal" : "uniform in [0, 1)");
+  print_table("Error against key length (scores of standard deviation 1):", lengths,
+              "n =", by_length);
   char title[128];
   std::snprintf(title, sizeof title, "Error against score size (n = %zu):", std_at);
   print_table(title, stds, "std", by_std);

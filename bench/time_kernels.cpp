@@ -55,17 +55,21 @@ int main(int argc, char** argv) {
         try {
           for (std::size_t r = 0; r <= reps; ++r) {  // r = 0 is the warm-up
             const auto start = std::chrono::steady_clock::now();
-            attnbench::attention(kernel, shape, options, {q.data(), k.data(), v.data(), o.data()}, ws);
-            const std::chrono::duration<double, std::milli> t = std::chrono::steady_clock::now() - start;
+            attnbench::attention(kernel, shape, options, {q.data(), k.data(), v.data(), o.data()},
+                                 ws);
+            const std::chrono::duration<double, std::milli> t =
+                std::chrono::steady_clock::now() - start;
             if (r > 0) ms.push_back(t.count());
           }
         } catch (const attnbench::Error& e) {
-          std::printf("%-22s %6zu %4zu skipped: %s\n", std::string(kernel.name).c_str(), n, d, e.what());
+          std::printf("%-22s %6zu %4zu skipped: %s\n", std::string(kernel.name).c_str(), n, d,
+                      e.what());
           continue;
         }
         std::sort(ms.begin(), ms.end());
         const double median = ms[ms.size() / 2];
-        const double gflops = 4.0 * attnbench::scored_pairs(shape, causal) * double(d) / (median * 1e6);
+        const double gflops =
+            4.0 * attnbench::scored_pairs(shape, causal) * double(d) / (median * 1e6);
         std::printf("%-22s %6zu %4zu %3zu %10.3f %10.3f %10.3f %8.2f %6.1f %12zu\n",
                     std::string(kernel.name).c_str(), n, d, attnbench::worker_threads(options),
                     median, ms.front(), ms.back(), gflops, 100 * gflops / peak.gflops,

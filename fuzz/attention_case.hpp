@@ -74,18 +74,32 @@ class ByteReader {
   std::size_t at_ = 0;
 };
 
-constexpr std::size_t kMaxLen = 70;      // lengths and head dims: past the 64-key block and 48-row task
+constexpr std::size_t kMaxLen = 70;  // lengths and head dims: past the 64-key block and 48-row task
 constexpr std::size_t kMaxPatches = 256;
-constexpr float kDenormal = 1e-41f;      // below FLT_MIN (1.2e-38)
+constexpr float kDenormal = 1e-41f;  // below FLT_MIN (1.2e-38)
 
 // Index 11 (and 12 upward, which mean "unset") are handled in decode.
-constexpr float kScales[] = {0.0f, 0.0f, 1.0f, -1.0f, 0.125f, 1e-3f, 30.0f, -7.5f, 1e20f, 1e-30f, kDenormal};
-constexpr float kMagnitudes[16] = {1.0f, 1.0f, 1.0f, 1.0f, 0.25f, 4.0f, 30.0f, 1e-3f,
-                                   1e3f, 1e-12f, 1e12f, 1e-39f, 1e30f, 1e38f, 0.0f, 100.0f};
+constexpr float kScales[] = {0.0f,  0.0f,  1.0f,  -1.0f,  0.125f,   1e-3f,
+                             30.0f, -7.5f, 1e20f, 1e-30f, kDenormal};
+constexpr float kMagnitudes[16] = {1.0f, 1.0f,   1.0f,  1.0f,   0.25f, 4.0f,  30.0f, 1e-3f,
+                                   1e3f, 1e-12f, 1e12f, 1e-39f, 1e30f, 1e38f, 0.0f,  100.0f};
 
 enum Special : int {
-  kNaN, kPlusInf, kMinusInf, kMax, kMinusMax, kHuge, kMinusHuge, kDenormMin, kMinusDenormal,
-  kZero, kMinusZero, kRaw, kRowRaw, kOutlier, kSpecialCount
+  kNaN,
+  kPlusInf,
+  kMinusInf,
+  kMax,
+  kMinusMax,
+  kHuge,
+  kMinusHuge,
+  kDenormMin,
+  kMinusDenormal,
+  kZero,
+  kMinusZero,
+  kRaw,
+  kRowRaw,
+  kOutlier,
+  kSpecialCount
 };
 
 // A decoded input: the problem, and a description of it for failure messages.
@@ -208,8 +222,8 @@ inline bool moderate(double x, double low, double high) {
 
 // What the case's inputs allow the check to require.
 struct Regime {
-  bool moderate;     // the documented bound applies (values and scale of moderate magnitude)
-  bool all_finite;   // no NaN or Inf among the inputs
+  bool moderate;    // the documented bound applies (values and scale of moderate magnitude)
+  bool all_finite;  // no NaN or Inf among the inputs
 };
 
 inline Regime regime(const AttentionCase& c) {
@@ -239,8 +253,8 @@ inline bool sees_inf_through_tiny_weight(const AttentionCase& c, const testing::
     m = std::max(m, s[j]);
   }
   for (std::size_t j = 0; j < r.n; ++j) {
-    const bool inf_value = std::any_of(r.v + j * d, r.v + (j + 1) * d,
-                                       [](float x) { return std::isinf(x); });
+    const bool inf_value =
+        std::any_of(r.v + j * d, r.v + (j + 1) * d, [](float x) { return std::isinf(x); });
     if (inf_value && s[j] - m < -80.0) return true;
   }
   return false;
@@ -280,17 +294,16 @@ inline std::optional<std::string> compare(const AttentionCase& c, const Regime& 
             const float got = out[row.out + x];
             const double want = ref[row.out + x];
             if (std::isfinite(got) != std::isfinite(want)) {
-              return where + " col " + std::to_string(x) + ": got " + str(got) +
-                     ", oracle " + str(want) + " (finite where the other is not)";
+              return where + " col " + std::to_string(x) + ": got " + str(got) + ", oracle " +
+                     str(want) + " (finite where the other is not)";
             }
           }
         } else {
           // A convex combination of the values the row sees, up to rounding (the bound's n and
           // constant terms) and the absolute error of arithmetic on denormals; or a zero row,
           // when every score overflowed to -inf in float.
-          const bool zero_row =
-              std::all_of(out.begin() + row.out, out.begin() + row.out + d,
-                          [](float x) { return x == 0.0f; });
+          const bool zero_row = std::all_of(out.begin() + row.out, out.begin() + row.out + d,
+                                            [](float x) { return x == 0.0f; });
           for (std::size_t x = 0; x < d && !zero_row; ++x) {
             const float got = out[row.out + x];
             if (!std::isfinite(got)) continue;
@@ -305,8 +318,8 @@ inline std::optional<std::string> compare(const AttentionCase& c, const Regime& 
                                  std::ldexp(2.0 * double(row.n) + 8.0, -149);
             if (!(got >= low - slack && got <= high + slack)) {
               return where + " col " + std::to_string(x) + ": got " + str(got) +
-                     " outside the values it sees, [" + str(low) + ", " +
-                     str(high) + "] +- " + str(slack);
+                     " outside the values it sees, [" + str(low) + ", " + str(high) + "] +- " +
+                     str(slack);
             }
           }
         }
@@ -323,8 +336,7 @@ inline bool untouched(const std::vector<float>& out, float poison) {
 // One kernel on the case, given the oracle's answer (or its Error) and the per-row bounds.
 inline std::optional<std::string> check_kernel(const Kernel& kernel, const AttentionCase& c,
                                                const std::optional<std::string>& oracle_error,
-                                               const std::vector<double>& ref,
-                                               const Regime& regime,
+                                               const std::vector<double>& ref, const Regime& regime,
                                                const std::vector<double>& bounds) {
   const bool over_budget = kernel.strategy == Strategy::naive &&
                            c.options.memory_budget_bytes != 0 &&
@@ -401,8 +413,7 @@ inline std::optional<std::string> check_attention_case(const AttentionCase& c,
   std::vector<const Kernel*> done;
   for (const Kernel& entry : registry()) {
     const Kernel& kernel = resolve(entry);
-    if (!kernel.available() ||
-        std::find(done.begin(), done.end(), &kernel) != done.end() ||
+    if (!kernel.available() || std::find(done.begin(), done.end(), &kernel) != done.end() ||
         std::find(skip.begin(), skip.end(), kernel.name) != skip.end()) {
       continue;
     }
@@ -414,8 +425,7 @@ inline std::optional<std::string> check_attention_case(const AttentionCase& c,
   return std::nullopt;
 }
 
-inline std::optional<std::string> check_attention_input(const std::uint8_t* data,
-                                                        std::size_t size,
+inline std::optional<std::string> check_attention_input(const std::uint8_t* data, std::size_t size,
                                                         const std::vector<std::string>& skip = {}) {
   return check_attention_case(decode_attention_case(data, size), skip);
 }

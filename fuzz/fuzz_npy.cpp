@@ -41,8 +41,9 @@ attnbench::fuzz::NpyOutcome tracked(std::size_t file_size, const char* what, Cal
   tracking = false;
   const std::size_t allowed = std::max(file_size, kFixedAllowance);
   if (largest > allowed) {
-    fail(std::string(what) + " allocated " + std::to_string(largest.load()) + " bytes at once for a " +
-         std::to_string(file_size) + "-byte file (allowed: " + std::to_string(allowed) + ")");
+    fail(std::string(what) + " allocated " + std::to_string(largest.load()) +
+         " bytes at once for a " + std::to_string(file_size) +
+         "-byte file (allowed: " + std::to_string(allowed) + ")");
   }
   return outcome;
 }
@@ -57,8 +58,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
   std::string path;
-  const auto parsed = tracked(size, "npy::parse", [&] { return attnbench::fuzz::parse_outcome(bytes); });
-  const auto read = tracked(size, "npy::read", [&] { return attnbench::fuzz::read_outcome(bytes, path); });
-  if (const auto failure = attnbench::fuzz::check_npy_outcomes(bytes, parsed, read, path)) fail(*failure);
+  const auto parsed =
+      tracked(size, "npy::parse", [&] { return attnbench::fuzz::parse_outcome(bytes); });
+  const auto read =
+      tracked(size, "npy::read", [&] { return attnbench::fuzz::read_outcome(bytes, path); });
+  if (const auto failure = attnbench::fuzz::check_npy_outcomes(bytes, parsed, read, path))
+    fail(*failure);
   return 0;
 }

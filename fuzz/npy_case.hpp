@@ -70,7 +70,8 @@ inline bool same_array(const npy::Array& a, const npy::Array& b) {
 }
 
 // The message after "<name>: ", or nullopt if it does not start so or is not one line.
-inline std::optional<std::string> message_after(const std::string& message, const std::string& name) {
+inline std::optional<std::string> message_after(const std::string& message,
+                                                const std::string& name) {
   if (message.rfind(name + ": ", 0) != 0 || message.find('\n') != std::string::npos) {
     return std::nullopt;
   }
@@ -94,7 +95,8 @@ inline std::optional<std::string> check_npy_outcomes(std::span<const std::byte> 
     if (!from_parse) return "parse's message is not one line naming <memory>: " + parsed.error;
     if (!from_read) return "read's message is not one line naming the path: " + read.error;
     if (*from_parse != *from_read) {
-      return "parse and read give different errors: '" + parsed.error + "' and '" + read.error + "'";
+      return "parse and read give different errors: '" + parsed.error + "' and '" + read.error +
+             "'";
     }
     return std::nullopt;
   }

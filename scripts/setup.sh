@@ -7,6 +7,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build              # toolchain
+  clang-format                       # the code's format (scripts/format.sh, format_test)
   libxsimd-dev xtl-dev               # SIMD kernels (xsimd 8.1)
   libtbb-dev                         # threads (oneTBB 2021.8)
   libgtest-dev                       # tests (GoogleTest 1.12)

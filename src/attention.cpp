@@ -81,9 +81,9 @@ std::size_t default_memory_budget() {
 
 void validate(const Shape& shape, const Options& options) {
   const std::pair<const char*, std::size_t> sizes[] = {
-      {"shape.batch", shape.batch},   {"shape.q_heads", shape.q_heads},
+      {"shape.batch", shape.batch},       {"shape.q_heads", shape.q_heads},
       {"shape.kv_heads", shape.kv_heads}, {"shape.q_len", shape.q_len},
-      {"shape.kv_len", shape.kv_len}, {"shape.head_dim", shape.head_dim}};
+      {"shape.kv_len", shape.kv_len},     {"shape.head_dim", shape.head_dim}};
   for (const auto& [field, value] : sizes) {
     if (value == 0) throw Error(field, "0", "must be at least 1");
   }
@@ -112,16 +112,18 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
   validate(shape, options);
   const std::size_t q_elements = shape.q_elements();
   const std::size_t kv_elements = shape.kv_elements();
-  const std::pair<const char*, const float*> pointers[] = {
-      {"tensors.q", tensors.q}, {"tensors.k", tensors.k}, {"tensors.v", tensors.v},
-      {"tensors.o", tensors.o}};
+  const std::pair<const char*, const float*> pointers[] = {{"tensors.q", tensors.q},
+                                                           {"tensors.k", tensors.k},
+                                                           {"tensors.v", tensors.v},
+                                                           {"tensors.o", tensors.o}};
   for (const auto& [field, p] : pointers) {
     if (p == nullptr) throw Error(field, "nullptr", "must point to the tensor's data");
   }
   const ByteRange out = bytes_of(tensors.o, q_elements);
-  const std::pair<const char*, ByteRange> inputs[] = {{"tensors.q", bytes_of(tensors.q, q_elements)},
-                                                      {"tensors.k", bytes_of(tensors.k, kv_elements)},
-                                                      {"tensors.v", bytes_of(tensors.v, kv_elements)}};
+  const std::pair<const char*, ByteRange> inputs[] = {
+      {"tensors.q", bytes_of(tensors.q, q_elements)},
+      {"tensors.k", bytes_of(tensors.k, kv_elements)},
+      {"tensors.v", bytes_of(tensors.v, kv_elements)}};
   for (const auto& [field, range] : inputs) {
     if (out.overlaps(range)) {
       throw Error("tensors.o", pointer_string(tensors.o),
@@ -158,9 +160,11 @@ HeadProblem head_problem(const Shape& shape, float scale, bool causal, const Ten
                          const float* packed, std::size_t packed_per_head, std::size_t batch,
                          std::size_t q_head) {
   const HeadOffsets at = head_offsets(shape, batch, q_head);
-  return HeadProblem{t.q + at.q,   t.k + at.kv,  t.v + at.kv,    t.o + at.q,
-                     shape.q_len,  shape.kv_len, shape.head_dim, scale,
-                     causal,       packed ? packed + at.kv_head * packed_per_head : nullptr};
+  return HeadProblem{t.q + at.q,     t.k + at.kv,
+                     t.v + at.kv,    t.o + at.q,
+                     shape.q_len,    shape.kv_len,
+                     shape.head_dim, scale,
+                     causal,         packed ? packed + at.kv_head * packed_per_head : nullptr};
 }
 
 // Decoding (few query rows, many keys) splits the keys into chunks of kKeyChunk and merges the
@@ -188,7 +192,8 @@ void merge_row(std::size_t chunks, std::size_t d, const PartialRows* parts, std:
     for (std::size_t x = 0; x < d; ++x) out[x] += parts[c].o[row * d + x] * weight;
   }
   const float inv_l = kernels::inverse_sum(l);
-  for (std::size_t x = 0; x < d; ++x) out[x] = l == 0.0f ? 0.0f : out[x] * inv_l;  // l = 0: a zero row
+  for (std::size_t x = 0; x < d; ++x)
+    out[x] = l == 0.0f ? 0.0f : out[x] * inv_l;  // l = 0: a zero row
 }
 
 }  // namespace
@@ -222,8 +227,8 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
     });
   }
   auto head = [&](std::size_t bh) {
-    return head_problem(shape, scale, options.causal, tensors, packed, per_head,
-                        bh / shape.q_heads, bh % shape.q_heads);
+    return head_problem(shape, scale, options.causal, tensors, packed, per_head, bh / shape.q_heads,
+                        bh % shape.q_heads);
   };
 
   if (splits_keys(code, shape)) {
@@ -241,11 +246,12 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
       const std::size_t c = t % chunks;
       Workspace::Scope scope(local);
       code.forward.partial(head(t / chunks), RowRange{0, rows},
-                     KeyRange{c * kKeyChunk, std::min((c + 1) * kKeyChunk, shape.kv_len)}, parts[t],
-                     local);
+                           KeyRange{c * kKeyChunk, std::min((c + 1) * kKeyChunk, shape.kv_len)},
+                           parts[t], local);
     });
     tasks.run(heads, [&](std::size_t bh, Workspace&) {
-      for (std::size_t i = 0; i < rows; ++i) merge_row(chunks, d, &parts[bh * chunks], i, head(bh).o + i * d);
+      for (std::size_t i = 0; i < rows; ++i)
+        merge_row(chunks, d, &parts[bh * chunks], i, head(bh).o + i * d);
     });
     return kernel;
   }
@@ -258,8 +264,8 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   tasks.run(heads * blocks_per_head, [&](std::size_t t, Workspace& local) {
     const std::size_t first = (t % blocks_per_head) * block;
     Workspace::Scope scope(local);
-    code.forward.rows(head(t / blocks_per_head), RowRange{first, std::min(first + block, shape.q_len)},
-                   local);
+    code.forward.rows(head(t / blocks_per_head),
+                      RowRange{first, std::min(first + block, shape.q_len)}, local);
   });
   return kernel;
 }

@@ -59,7 +59,8 @@ struct Tensors {
 // min(kv_len, max(0, row + 1 + kv_len - q_len)).
 constexpr std::size_t visible_keys(const Shape& shape, bool causal, std::size_t row) {
   if (!causal) return shape.kv_len;
-  const std::size_t seen = row + 1 + shape.kv_len;  // no overflow: validated sizes are far below 2^63
+  const std::size_t seen =
+      row + 1 + shape.kv_len;  // no overflow: validated sizes are far below 2^63
   if (seen <= shape.q_len) return 0;
   return seen - shape.q_len < shape.kv_len ? seen - shape.q_len : shape.kv_len;
 }
@@ -245,7 +246,7 @@ std::size_t default_memory_budget();
 // The float64 oracle: the three steps written plainly (score every key, normalise with the row
 // max subtracted, blend the values), one query row at a time. Not a kernel; the truth tests compare
 // against. `o` has shape.q_elements() elements. Validates the shape and options; throws Error.
-void reference_attention(const Shape& shape, const Options& options, const float* q,
-                         const float* k, const float* v, double* o);
+void reference_attention(const Shape& shape, const Options& options, const float* q, const float* k,
+                         const float* v, double* o);
 
 }  // namespace attnbench

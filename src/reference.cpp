@@ -8,8 +8,8 @@
 
 namespace attnbench {
 
-void reference_attention(const Shape& shape, const Options& options, const float* q,
-                         const float* k, const float* v, double* o) {
+void reference_attention(const Shape& shape, const Options& options, const float* q, const float* k,
+                         const float* v, double* o) {
   validate(shape, options);
   if (q == nullptr || k == nullptr || v == nullptr || o == nullptr) {
     throw Error("reference_attention", "nullptr", "every tensor pointer must be non-null");

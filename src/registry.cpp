@@ -24,8 +24,7 @@ constexpr const kernels::SimdTable* kSimdByPriority[] = {
 // whether it saves the wider registers.
 bool cpu_supports(Isa isa) {
   switch (isa) {
-    case Isa::generic:
-      return true;
+    case Isa::generic: return true;
     case Isa::sse4_2:
       return xsimd::available_architectures().sse4_2 && __builtin_cpu_supports("sse4.2");
     case Isa::avx2:
@@ -49,8 +48,12 @@ struct Registry {
     name.append("/").append(to_string(backend));
     if (isa_in_name) name.append("/").append(to_string(isa));
     names.push_back(std::move(name));
-    kernels.push_back(Kernel{.name = names.back(), .strategy = strategy, .backend = backend,
-                             .isa = isa, .dispatches = code == nullptr, .code = code});
+    kernels.push_back(Kernel{.name = names.back(),
+                             .strategy = strategy,
+                             .backend = backend,
+                             .isa = isa,
+                             .dispatches = code == nullptr,
+                             .code = code});
   }
 
   // "strategy/simd", then one variant per ISA.
@@ -82,7 +85,9 @@ const Registry& the_registry() {
 
 std::span<const kernels::SimdTable* const> kernels::simd_tables() { return kSimdByPriority; }
 
-bool Kernel::available() const { return dispatches ? !resolve(*this).dispatches : cpu_supports(isa); }
+bool Kernel::available() const {
+  return dispatches ? !resolve(*this).dispatches : cpu_supports(isa);
+}
 
 std::span<const Kernel> registry() { return the_registry().kernels; }
 

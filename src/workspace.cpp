@@ -20,7 +20,9 @@ Workspace::~Workspace() {
   for (Block& b : blocks_) std::free(b.data);
 }
 
-static std::size_t round_up(std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; }
+static std::size_t round_up(std::size_t bytes, std::size_t to) {
+  return (bytes + to - 1) / to * to;
+}
 
 // Blocks are used in order, like one stack cut into pieces: a take goes to the newest block in
 // use, or to the first later block with room. Blocks are never merged or given back to the

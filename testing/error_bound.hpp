@@ -79,7 +79,7 @@ struct Mismatch {
 };
 
 struct Comparison {
-  double worst_ratio = 0.0;         // largest |error| / bound over the elements compared
+  double worst_ratio = 0.0;          // largest |error| / bound over the elements compared
   std::optional<Mismatch> mismatch;  // set at the first element out of bound; comparing stops
 };
 
@@ -92,8 +92,8 @@ inline void compare_row(const ProblemView& p, const float* out, const double* re
   for (std::size_t c = 0; c < p.shape.head_dim; ++c) {
     const std::size_t at = row_at + c;
     const double want = ref[at], got = out[at];
-    const bool same_special = (std::isnan(want) && std::isnan(got)) ||
-                              (std::isinf(want) && got == want);
+    const bool same_special =
+        (std::isnan(want) && std::isnan(got)) || (std::isinf(want) && got == want);
     if (same_special) continue;
     const double err = std::fabs(got - want);
     const double ratio = bound > 0 ? err / bound : (err == 0 ? 0 : INFINITY);

@@ -129,7 +129,8 @@ TEST(DemoQuadratic, ScoreMatrixIsQuadraticTiledScratchIsNot) {
   EXPECT_LE(r.tiled_bytes_per_key, 4.0 * 4 * double(d));
   EXPECT_LT(far.tiled_scratch_bytes, far.score_matrix_bytes / 100);
   // The extrapolated time is the fit's own prediction. (The exponent itself is a timing, and a
-  // timing is a benchmark's business, not a unit test's: the demo prints it, the suite measures it.)
+  // timing is a benchmark's business, not a unit test's: the demo prints it, the suite measures
+  // it.)
   EXPECT_NEAR(std::log(far.naive_ms), r.time_log_intercept + r.time_exponent * std::log(128000.0),
               1e-9);
 }

@@ -31,8 +31,8 @@ TEST_P(FuzzFinding, ScaleZeroStillPropagatesNaNAndInfFromQueriesAndKeys) {
       const std::vector<double> ref = oracle(p);
       SCOPED_TRACE(std::string(in_query ? "query" : "key") + " holds " + std::to_string(special));
       for (std::size_t i = 0; i < out.size(); ++i) {
-        ASSERT_EQ(std::isnan(out[i]), std::isnan(ref[i])) << "element " << i << ": got " << out[i]
-                                                          << ", oracle " << ref[i];
+        ASSERT_EQ(std::isnan(out[i]), std::isnan(ref[i]))
+            << "element " << i << ": got " << out[i] << ", oracle " << ref[i];
       }
       check_against_oracle(p, out, ref);
     }

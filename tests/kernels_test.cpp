@@ -146,8 +146,8 @@ TEST_P(KernelVsOracle, WithinErrorBound) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, KernelVsOracle, ::testing::ValuesIn(every_kernel_on_every_case()),
-                         [](const auto& info) {
+INSTANTIATE_TEST_SUITE_P(Registry, KernelVsOracle,
+                         ::testing::ValuesIn(every_kernel_on_every_case()), [](const auto& info) {
                            return test_name(info.param.kernel) + "__" + case_name(info.param.c);
                          });
 
@@ -269,12 +269,12 @@ TEST_P(EveryKernel, NaNAndInfLandWhereTheOracleHasThem) {
   SKIP_IF_UNAVAILABLE(kernel());
   for (bool causal : {false, true}) {
     Problem p = random_problem({1, 1, 1, 90, 90, 10}, causal, 19);
-    p.q[5 * 10 + 3] = NAN;          // query row 5: its whole output row
-    p.k[70 * 10 + 1] = NAN;         // key 70: every row that sees it
-    p.v[40 * 10 + 6] = NAN;         // value 40, column 6: that column of rows that see key 40
-    p.v[20 * 10 + 2] = INFINITY;    // value 20, column 2: +inf (or NaN with the -inf below)
+    p.q[5 * 10 + 3] = NAN;        // query row 5: its whole output row
+    p.k[70 * 10 + 1] = NAN;       // key 70: every row that sees it
+    p.v[40 * 10 + 6] = NAN;       // value 40, column 6: that column of rows that see key 40
+    p.v[20 * 10 + 2] = INFINITY;  // value 20, column 2: +inf (or NaN with the -inf below)
     p.v[20 * 10 + 8] = -INFINITY;
-    p.q[80 * 10 + 0] = INFINITY;    // query row 80: +inf scores, so exp(inf - inf) = NaN
+    p.q[80 * 10 + 0] = INFINITY;  // query row 80: +inf scores, so exp(inf - inf) = NaN
     Workspace ws;
     const std::vector<float> out = run(kernel(), p, ws);
     const std::vector<double> ref = oracle(p);
@@ -341,7 +341,8 @@ TEST_P(EveryKernel, ScratchFollowsTheMemoryStrategy) {
     // Apart from the packed copy of K and V that a SIMD kernel streams (the size of K and V
     // again, O(n d)), a tiled kernel's scratch does not depend on the key length.
     auto working = [&](std::size_t kv_len) {
-      return scratch(64, kv_len) - kernels::packed_bytes(*resolve(kernel()).code, {1, 1, 1, 64, kv_len, 64});
+      return scratch(64, kv_len) -
+             kernels::packed_bytes(*resolve(kernel()).code, {1, 1, 1, 64, kv_len, 64});
     };
     const std::size_t short_keys = working(1024);
     EXPECT_EQ(short_keys, working(16384));

@@ -54,7 +54,8 @@ Bytes make_npy(std::string_view dict, std::size_t data_bytes, int major = 1, boo
   std::string s = "\x93NUMPY";
   s += static_cast<char>(major);
   s += '\0';
-  for (std::size_t i = 0; i < preamble - 8; ++i) s += static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  for (std::size_t i = 0; i < preamble - 8; ++i)
+    s += static_cast<char>((header.size() >> (8 * i)) & 0xff);
   s += header;
   s.append(data_bytes, '\0');
   return to_bytes(s);
@@ -72,7 +73,8 @@ void expect_error(const Bytes& file, std::initializer_list<std::string_view> nee
     const std::string msg = e.what();
     EXPECT_EQ(msg.rfind("<memory>: ", 0), 0u) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    for (std::string_view n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+    for (std::string_view n : needles)
+      EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
   }
 }
 
@@ -85,22 +87,22 @@ void expect_dict_error(std::string_view dict, std::initializer_list<std::string_
 void expect_bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i)
-    ASSERT_EQ(std::bit_cast<std::uint32_t>(a[i]), std::bit_cast<std::uint32_t>(b[i])) << "element " << i;
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(a[i]), std::bit_cast<std::uint32_t>(b[i]))
+        << "element " << i;
 }
 
 // Values including every kind of non-finite and edge float, plus seeded random bit patterns.
 std::vector<float> test_values(std::size_t n, unsigned seed) {
-  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
-                            -std::numeric_limits<float>::quiet_NaN(),
-                            std::bit_cast<float>(0x7fa00001u),  // signalling NaN with a payload
-                            std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(),
-                            -0.0f,
-                            std::numeric_limits<float>::denorm_min(),
-                            std::numeric_limits<float>::max()};
+  const float specials[] = {
+      std::numeric_limits<float>::quiet_NaN(),  -std::numeric_limits<float>::quiet_NaN(),
+      std::bit_cast<float>(0x7fa00001u),  // signalling NaN with a payload
+      std::numeric_limits<float>::infinity(),   -std::numeric_limits<float>::infinity(),  -0.0f,
+      std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max()};
   std::mt19937 rng(seed);
   std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = i < std::size(specials) ? specials[i] : std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = i < std::size(specials) ? specials[i]
+                                   : std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
   return v;
 }
 
@@ -109,14 +111,16 @@ class NpyFile : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("npy_test." + std::to_string(::getpid()) + "." + info->name());
+    dir_ =
+        fs::temp_directory_path() / ("npy_test." + std::to_string(::getpid()) + "." + info->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::vector<std::string> listing() const {
     std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(dir_))
+      names.push_back(e.path().filename().string());
     return names;
   }
   fs::path dir_;
@@ -125,7 +129,8 @@ class NpyFile : public ::testing::Test {
 }  // namespace
 
 TEST(NpyRoundTrip, ShapesOneToFourDimensionsBitExact) {
-  const std::vector<std::vector<std::size_t>> shapes = {{1}, {9}, {2, 3}, {1, 17}, {3, 1, 4}, {2, 3, 4, 5}, {1, 1, 1, 1}};
+  const std::vector<std::vector<std::size_t>> shapes = {
+      {1}, {9}, {2, 3}, {1, 17}, {3, 1, 4}, {2, 3, 4, 5}, {1, 1, 1, 1}};
   unsigned seed = 1;
   for (const auto& shape : shapes) {
     SCOPED_TRACE(::testing::Message() << "rank " << shape.size() << " size " << product(shape));
@@ -145,14 +150,16 @@ TEST(NpyRoundTrip, ShapesOneToFourDimensionsBitExact) {
 }
 
 TEST(NpySerialise, MatchesNumpyByteForByte) {
-  // np.save(f, np.arange(6, dtype=np.float32).reshape(2, 3)) with numpy 1.24: the dict, 20 spaces of
-  // growth room for shape[0], padding to a 128-byte preamble, '\n', then 0..5 as little-endian floats.
+  // np.save(f, np.arange(6, dtype=np.float32).reshape(2, 3)) with numpy 1.24: the dict, 20 spaces
+  // of growth room for shape[0], padding to a 128-byte preamble, '\n', then 0..5 as little-endian
+  // floats.
   const std::string header = std::string(kDict23) + std::string(58, ' ') + "\n";
   ASSERT_EQ(header.size(), 118u);
   const std::string expected = std::string("\x93NUMPY\x01\x00\x76\x00", 10) + header +
-                               std::string("\x00\x00\x00\x00\x00\x00\x80\x3f\x00\x00\x00\x40"
-                                           "\x00\x00\x40\x40\x00\x00\x80\x40\x00\x00\xa0\x40",
-                                           24);
+                               std::string(
+                                   "\x00\x00\x00\x00\x00\x00\x80\x3f\x00\x00\x00\x40"
+                                   "\x00\x00\x40\x40\x00\x00\x80\x40\x00\x00\xa0\x40",
+                                   24);
   const std::size_t shape[] = {2, 3};
   const float data[] = {0, 1, 2, 3, 4, 5};
   EXPECT_EQ(npy::serialise(shape, data), to_bytes(expected));
@@ -205,7 +212,8 @@ TEST(NpyParse, NumpyWrittenFileForms) {
     const npy::Array a = npy::parse(make_npy(dict, 24));
     EXPECT_EQ(a.shape, (std::vector<std::size_t>{2, 3})) << dict;
   }
-  EXPECT_EQ(npy::parse(make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': ( 6 , ), }", 24)).shape,
+  EXPECT_EQ(npy::parse(make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': ( 6 , ), }", 24))
+                .shape,
             std::vector<std::size_t>{6});
   // Older numpy aligned the data to 16 bytes only; the reader does not insist on 64.
   const Bytes old = make_npy(std::string(kDict23) + "    \n", 24, 1, /*raw=*/true);
@@ -226,10 +234,13 @@ TEST(NpyParse, AnyBufferAlignment) {
 
 TEST(NpyErrors, MessageFormatNamesFileFieldAndValue) {
   try {
-    npy::parse(make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", 48), "Q.npy");
+    npy::parse(make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", 48),
+               "Q.npy");
     FAIL() << "expected npy::Error";
   } catch (const npy::Error& e) {
-    EXPECT_STREQ(e.what(), "Q.npy: header field 'descr' is '<f8': only '<f4' (float32, little-endian) is supported");
+    EXPECT_STREQ(
+        e.what(),
+        "Q.npy: header field 'descr' is '<f8': only '<f4' (float32, little-endian) is supported");
   }
 }
 
@@ -237,7 +248,8 @@ TEST(NpyErrors, Preamble) {
   expect_error({}, {"truncated"});
   expect_error(to_bytes("\x93NUM"), {"truncated"});
   expect_error(to_bytes("\x93NUMPY\x01"), {"truncated"});
-  expect_error(to_bytes(std::string("\x93NUMPY\x02\x00\x10\x00", 10)), {"truncated"});  // needs 4 length bytes
+  expect_error(to_bytes(std::string("\x93NUMPY\x02\x00\x10\x00", 10)),
+               {"truncated"});  // needs 4 length bytes
   expect_error(to_bytes("PK\x03\x04 not npy at all"), {"magic"});
   Bytes f = make_npy(kDict23, 24);
   f[0] = std::byte{'N'};
@@ -264,17 +276,25 @@ TEST(NpyErrors, Preamble) {
 }
 
 TEST(NpyErrors, Descr) {
-  expect_dict_error("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", {"descr", "'<f8'", "float32"}, 48);
-  expect_dict_error("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", {"descr", "'<i4'", "float32"});
-  expect_dict_error("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", {"descr", "'>f4'", "big-endian"});
-  for (std::string_view d : {"'|f4'", "'=f4'", "'<f2'", "'float32'", "''", "'<f4 '", "[('a', '<f4')]", "b'<f4'"})
-    expect_dict_error("{'descr': " + std::string(d) + ", 'fortran_order': False, 'shape': (2, 3), }", {"descr"});
+  expect_dict_error("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }",
+                    {"descr", "'<f8'", "float32"}, 48);
+  expect_dict_error("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }",
+                    {"descr", "'<i4'", "float32"});
+  expect_dict_error("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }",
+                    {"descr", "'>f4'", "big-endian"});
+  for (std::string_view d :
+       {"'|f4'", "'=f4'", "'<f2'", "'float32'", "''", "'<f4 '", "[('a', '<f4')]", "b'<f4'"})
+    expect_dict_error(
+        "{'descr': " + std::string(d) + ", 'fortran_order': False, 'shape': (2, 3), }", {"descr"});
 }
 
 TEST(NpyErrors, FortranOrder) {
-  expect_dict_error("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", {"fortran_order", "Fortran-order"});
+  expect_dict_error("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+                    {"fortran_order", "Fortran-order"});
   for (std::string_view v : {"1", "false", "'False'", "None", "Falsey"})
-    expect_dict_error("{'descr': '<f4', 'fortran_order': " + std::string(v) + ", 'shape': (2, 3), }", {"fortran_order"});
+    expect_dict_error(
+        "{'descr': '<f4', 'fortran_order': " + std::string(v) + ", 'shape': (2, 3), }",
+        {"fortran_order"});
 }
 
 TEST(NpyErrors, Keys) {
@@ -282,10 +302,14 @@ TEST(NpyErrors, Keys) {
   expect_dict_error("{'descr': '<f4', 'shape': (2, 3), }", {"missing", "fortran_order"});
   expect_dict_error("{'descr': '<f4', 'fortran_order': False, }", {"missing", "shape"});
   expect_dict_error("{}", {"missing", "descr"});
-  expect_dict_error("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'descr': '<f4'}", {"descr", "more than once"});
-  expect_dict_error("{'descr': '<f4', 'shape': (2, 3), 'fortran_order': False, 'shape': (2, 3)}", {"shape", "more than once"});
-  expect_dict_error("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'align': 0}", {"unknown", "'align'"});
-  expect_dict_error("{'Descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", {"unknown", "'Descr'"});
+  expect_dict_error("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'descr': '<f4'}",
+                    {"descr", "more than once"});
+  expect_dict_error("{'descr': '<f4', 'shape': (2, 3), 'fortran_order': False, 'shape': (2, 3)}",
+                    {"shape", "more than once"});
+  expect_dict_error("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'align': 0}",
+                    {"unknown", "'align'"});
+  expect_dict_error("{'Descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+                    {"unknown", "'Descr'"});
 }
 
 TEST(NpyErrors, Shape) {
@@ -297,12 +321,14 @@ TEST(NpyErrors, Shape) {
   expect_dict_error(dict("(2, 0, 3)"), {"shape dimension 1 is 0"}, 0);
   expect_dict_error(dict("(1, 1, 1, 1, 1, 1, 1, 1, 1)"), {"shape", "8"}, 4);
   expect_dict_error(dict("(4294967296, 4294967296)"), {"shape", "element count overflow"});
-  expect_dict_error(dict("(4611686018427387904,)"), {"shape", "byte count overflow"});  // 2**62 floats
+  expect_dict_error(dict("(4611686018427387904,)"),
+                    {"shape", "byte count overflow"});  // 2**62 floats
   expect_dict_error(dict("(12345678901234567890,)"), {"shape dimension 0", "digits"});
   expect_dict_error(dict("(2, 00000000000000000000000000003)"), {"shape dimension 1", "digits"});
   expect_dict_error(dict("(05,)"), {"shape dimension 0", "leading zeros"});
   expect_dict_error(dict("(6)"), {"shape", "not a tuple"});
-  for (std::string_view s : {"[2, 3]", "(2 3)", "(-2, 3)", "(2, -3)", "(2.0, 3)", "(,)", "(2,,)", "(2, 3", "6", "(0x2, 3)", "(2_0, 3)"})
+  for (std::string_view s : {"[2, 3]", "(2 3)", "(-2, 3)", "(2, -3)", "(2.0, 3)", "(,)", "(2,,)",
+                             "(2, 3", "6", "(0x2, 3)", "(2_0, 3)"})
     expect_dict_error(dict(s), {"shape"});
 }
 
@@ -348,7 +374,8 @@ TEST(NpyParse, EveryTruncationThrows) {
   const std::vector<float> data = test_values(6, 3);
   for (const Bytes& file : {npy::serialise(shape, data), make_npy(kDict23, 24, 2)}) {
     for (std::size_t len = 0; len < file.size(); ++len)
-      EXPECT_THROW(npy::parse(std::span(file).first(len)), npy::Error) << "prefix of " << len << " bytes";
+      EXPECT_THROW(npy::parse(std::span(file).first(len)), npy::Error)
+          << "prefix of " << len << " bytes";
     EXPECT_NO_THROW(npy::parse(file));
     Bytes longer = file;
     longer.push_back(std::byte{0});
@@ -363,7 +390,8 @@ TEST(NpyParse, RandomHeaderMutationsParseOrThrow) {
   const std::size_t header_end = data_offset(base);
   // Mostly syntax-relevant characters, so mutations reach deep into the dict parser.
   using namespace std::literals;
-  const std::string_view interesting = "{}()[],:'\" \t\n\r0123456789<>|=fi48TrueFalsdcpho_\\\x93\x00\xff-"sv;
+  const std::string_view interesting =
+      "{}()[],:'\" \t\n\r0123456789<>|=fi48TrueFalsdcpho_\\\x93\x00\xff-"sv;
   std::mt19937 rng(12345);
   int parsed = 0, rejected = 0;
   for (int iter = 0; iter < 5000; ++iter) {
@@ -371,7 +399,8 @@ TEST(NpyParse, RandomHeaderMutationsParseOrThrow) {
     const int edits = 1 + static_cast<int>(rng() % 3);
     for (int e = 0; e < edits; ++e) {
       const std::size_t pos = rng() % header_end;
-      f[pos] = rng() % 2 ? std::byte(rng() & 0xff) : std::byte(interesting[rng() % interesting.size()]);
+      f[pos] =
+          rng() % 2 ? std::byte(rng() & 0xff) : std::byte(interesting[rng() % interesting.size()]);
     }
     try {
       const npy::Array a = npy::parse(f);
@@ -458,7 +487,8 @@ TEST_F(NpyFile, ReadErrorsNameThePath) {
   // A file cut short on disk, and one with trailing bytes.
   const fs::path cut = dir_ / "cut.npy";
   const Bytes file = make_npy(kDict23, 20);
-  std::ofstream(cut, std::ios::binary).write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
+  std::ofstream(cut, std::ios::binary)
+      .write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
   try {
     npy::read(cut);
     FAIL() << "expected npy::Error";
@@ -467,7 +497,9 @@ TEST_F(NpyFile, ReadErrorsNameThePath) {
     EXPECT_EQ(msg.rfind(cut.string() + ": truncated", 0), 0u) << msg;
   }
   const Bytes longer = make_npy(kDict23, 32);
-  std::ofstream(cut, std::ios::binary).write(reinterpret_cast<const char*>(longer.data()), static_cast<std::streamsize>(longer.size()));
+  std::ofstream(cut, std::ios::binary)
+      .write(reinterpret_cast<const char*>(longer.data()),
+             static_cast<std::streamsize>(longer.size()));
   EXPECT_THROW(npy::read(cut), npy::Error);
   // Empty and preamble-only files.
   std::ofstream(cut, std::ios::binary | std::ios::trunc).flush();

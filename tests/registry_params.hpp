@@ -18,8 +18,9 @@ inline std::vector<std::string> kernel_names() {
 }
 
 inline std::string test_name(std::string name) {
-  std::replace_if(name.begin(), name.end(),
-                  [](unsigned char c) { return !std::isalnum(c); }, '_');  // UTF-8 bytes too
+  std::replace_if(
+      name.begin(), name.end(), [](unsigned char c) { return !std::isalnum(c); },
+      '_');  // UTF-8 bytes too
   return name;
 }
 

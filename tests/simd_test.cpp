@@ -71,7 +71,9 @@ TEST_P(SimdExp, FlushesVeryNegativeAndKeepsNaN) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, SimdExp, ::testing::ValuesIn(kernels::simd_tables()),
-                         [](const auto& info) { return test_name(std::string(to_string(info.param->isa))); });
+                         [](const auto& info) {
+                           return test_name(std::string(to_string(info.param->isa)));
+                         });
 
 TEST(SimdTables, OneTablePerIsaWidestFirst) {
   const std::vector<Isa> isas = {Isa::avx512f, Isa::avx2, Isa::sse4_2};
@@ -124,8 +126,9 @@ TEST(Accuracy, TiledSimdWithinTwiceNaiveScalarError) {
   }
   tiled_rms = std::sqrt(tiled_rms / double(count));
   naive_rms = std::sqrt(naive_rms / double(count));
-  std::printf("error vs oracle over %zu outputs: %s rms %.3g max %.3g; naive/scalar rms %.3g max %.3g\n",
-              count, std::string(tiled.name).c_str(), tiled_rms, tiled_max, naive_rms, naive_max);
+  std::printf(
+      "error vs oracle over %zu outputs: %s rms %.3g max %.3g; naive/scalar rms %.3g max %.3g\n",
+      count, std::string(tiled.name).c_str(), tiled_rms, tiled_max, naive_rms, naive_max);
   EXPECT_LE(tiled_rms, 2 * naive_rms);
   EXPECT_LE(tiled_max, 2 * naive_max);
 }

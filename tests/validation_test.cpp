@@ -57,7 +57,11 @@ const BadCall kBadCalls[] = {
     {"zero head_dim", [](Shape& s, Options&, Tensors&) { s.head_dim = 0; }, "shape.head_dim", "0"},
     {"heads not divisible", [](Shape& s, Options&, Tensors&) { s.kv_heads = 3; }, "shape.q_heads",
      "4"},
-    {"q bytes overflow", [](Shape& s, Options&, Tensors&) { s.q_len = kHuge; s.head_dim = kHuge; },
+    {"q bytes overflow",
+     [](Shape& s, Options&, Tensors&) {
+       s.q_len = kHuge;
+       s.head_dim = kHuge;
+     },
      "shape", "overflow"},
     {"kv bytes overflow", [](Shape& s, Options&, Tensors&) { s.kv_len = std::size_t(1) << 62; },
      "shape", "overflow"},

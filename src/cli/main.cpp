@@ -4,9 +4,9 @@
 //                 [--causal] [--scale S] [--memory-budget BYTES]
 //   attnbench demo NAME|all [--json FILE]           the attention module's experiments (src/demo/)
 // Any bad input: one line on stderr naming what and where, exit code 2, no output file.
-#include <CLI/CLI.hpp>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/info.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -37,8 +37,8 @@ std::string shape_string(const std::vector<std::size_t>& dims) {
 // (len, dim), (heads, len, dim) or (batch, heads, len, dim) as {batch, heads, len, dim}.
 std::array<std::size_t, 4> as_bhnd(const std::string& name, const std::vector<std::size_t>& dims) {
   if (dims.size() < 2 || dims.size() > 4) {
-    throw UsageError(name + ": shape " + shape_string(dims) +
-                     " has " + std::to_string(dims.size()) +
+    throw UsageError(name + ": shape " + shape_string(dims) + " has " +
+                     std::to_string(dims.size()) +
                      " dimensions; expected (n, d), (h, n, d) or (b, h, n, d)");
   }
   std::array<std::size_t, 4> bhnd{1, 1, 1, 1};
@@ -46,9 +46,9 @@ std::array<std::size_t, 4> as_bhnd(const std::string& name, const std::vector<st
   return bhnd;
 }
 
-Shape shape_of(const std::string& q_name, const attnbench::npy::Array& q,
-               const std::string& k_name, const attnbench::npy::Array& k,
-               const std::string& v_name, const attnbench::npy::Array& v) {
+Shape shape_of(const std::string& q_name, const attnbench::npy::Array& q, const std::string& k_name,
+               const attnbench::npy::Array& k, const std::string& v_name,
+               const attnbench::npy::Array& v) {
   if (k.shape != v.shape) {
     throw UsageError(v_name + ": shape " + shape_string(v.shape) + " differs from " + k_name +
                      " shape " + shape_string(k.shape) + "; K and V must have the same shape");
@@ -121,18 +121,18 @@ int run(const RunArgs& args) {
   std::vector<float> o(shape.q_elements());
   attnbench::Workspace ws;
   const auto start = std::chrono::steady_clock::now();
-  kernel = &attnbench::attention(*kernel, shape, options, {q.data.data(), k.data.data(), v.data.data(), o.data()},
-                       ws);
-  const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
+  kernel = &attnbench::attention(*kernel, shape, options,
+                                 {q.data.data(), k.data.data(), v.data.data(), o.data()}, ws);
+  const std::chrono::duration<double, std::milli> elapsed =
+      std::chrono::steady_clock::now() - start;
   attnbench::npy::write(args.out, q.shape, o);
 
-  std::printf("kernel %s, threads %zu, shape b=%zu q_heads=%zu kv_heads=%zu q_len=%zu kv_len=%zu "
-              "d=%zu%s, compute %.3f ms, scratch %zu bytes, wrote %s\n",
-              std::string(kernel->name).c_str(),
-              threads,
-              shape.batch, shape.q_heads, shape.kv_heads, shape.q_len, shape.kv_len,
-              shape.head_dim, args.causal ? " causal" : "", elapsed.count(), ws.peak_bytes(),
-              args.out.c_str());
+  std::printf(
+      "kernel %s, threads %zu, shape b=%zu q_heads=%zu kv_heads=%zu q_len=%zu kv_len=%zu "
+      "d=%zu%s, compute %.3f ms, scratch %zu bytes, wrote %s\n",
+      std::string(kernel->name).c_str(), threads, shape.batch, shape.q_heads, shape.kv_heads,
+      shape.q_len, shape.kv_len, shape.head_dim, args.causal ? " causal" : "", elapsed.count(),
+      ws.peak_bytes(), args.out.c_str());
   return 0;
 }
 
@@ -145,13 +145,17 @@ int main(int argc, char** argv) {
 
   RunArgs args;
   CLI::App* run_cmd = app.add_subcommand("run", "compute attention on .npy inputs");
-  run_cmd->add_option("--q", args.q, "queries, float32 (n, d), (h, n, d) or (b, h, n, d)")->required();
-  run_cmd->add_option("--k", args.k, "keys, float32, same rank as Q; may have fewer heads")->required();
+  run_cmd->add_option("--q", args.q, "queries, float32 (n, d), (h, n, d) or (b, h, n, d)")
+      ->required();
+  run_cmd->add_option("--k", args.k, "keys, float32, same rank as Q; may have fewer heads")
+      ->required();
   run_cmd->add_option("--v", args.v, "values, float32, the shape of K")->required();
   run_cmd->add_option("--out", args.out, "output .npy, the shape of Q")->required();
-  run_cmd->add_option("--kernel", args.kernel, "kernel name (default: the first available in `attnbench list`)");
+  run_cmd->add_option("--kernel", args.kernel,
+                      "kernel name (default: the first available in `attnbench list`)");
   run_cmd->add_option("--threads", args.threads, "worker threads; 0 = every core")
-      ->default_val(0)->check(CLI::Range(0, 1024));
+      ->default_val(0)
+      ->check(CLI::Range(0, 1024));
   run_cmd->add_flag("--causal", args.causal, "bottom-right causal mask");
   run_cmd->add_option("--scale", args.scale, "score scale (default 1/sqrt(d))");
   run_cmd->add_option("--memory-budget", args.memory_budget,
@@ -161,7 +165,8 @@ int main(int argc, char** argv) {
   std::string demo_choices;  // from the demos' own list, so a new demo appears in --help
   for (std::string_view name : attnbench::demo::names()) demo_choices.append(name).append(", ");
   demo_choices.replace(demo_choices.size() - 2, 2, " or all");
-  CLI::App* demo = app.add_subcommand("demo", "run one of the attention module's experiments, or all");
+  CLI::App* demo =
+      app.add_subcommand("demo", "run one of the attention module's experiments, or all");
   demo->add_option("name", demo_name, demo_choices)->required();
   demo->add_option("--json", demo_json, "also write every demo's numbers to this JSON file");
 

@@ -108,12 +108,11 @@ QuadraticResult quadratic(const Kernel& naive, const Kernel& tiled,
   r.tiled_bytes_fixed = scratch.intercept;
   r.tiled_bytes_per_key = scratch.slope;
   for (std::size_t n : extrapolated) {
-    r.rows.push_back(
-        {.n = n,
-         .measured = false,
-         .score_matrix_bytes = double(naive_score_bytes({1, 1, 1, n, n, head_dim})),
-         .naive_ms = std::exp(time.intercept + time.slope * std::log(double(n))),
-         .tiled_scratch_bytes = scratch.intercept + scratch.slope * double(n)});
+    r.rows.push_back({.n = n,
+                      .measured = false,
+                      .score_matrix_bytes = double(naive_score_bytes({1, 1, 1, n, n, head_dim})),
+                      .naive_ms = std::exp(time.intercept + time.slope * std::log(double(n))),
+                      .tiled_scratch_bytes = scratch.intercept + scratch.slope * double(n)});
   }
   return r;
 }

@@ -53,12 +53,13 @@ struct NaiveSimd : Simd<Arch> {
     auto nothing = [](auto...) {};
 
     // Pass 1, score: S = Q K^T.
-    for_each_tile(nothing,
-                  [&](std::size_t i, std::size_t, std::size_t mr, std::size_t j0, const auto& keys) {
-                    S::score_group(head.q + i * d, mr, d, kt + j0 * d, keys.widest,
-                                   scores + (i - rows.begin) * stride + j0, stride);
-                  },
-                  nothing);
+    for_each_tile(
+        nothing,
+        [&](std::size_t i, std::size_t, std::size_t mr, std::size_t j0, const auto& keys) {
+          S::score_group(head.q + i * d, mr, d, kt + j0 * d, keys.widest,
+                         scores + (i - rows.begin) * stride + j0, stride);
+        },
+        nothing);
 
     // Pass 2, normalise, in place: P = exp(scale S - m), l = rowsum(P).
     for (std::size_t r = 0; r < row_count; ++r) {
@@ -74,8 +75,8 @@ struct NaiveSimd : Simd<Arch> {
           for (std::size_t x = 0; x < br * dp; ++x) o_acc[x] = 0.0f;
         },
         [&](std::size_t i, std::size_t g, std::size_t mr, std::size_t j0, const auto& keys) {
-          S::blend_group(mr, keys, scores + (i - rows.begin) * stride + j0, stride, v + j0 * dp,
-                         dp, nullptr, o_acc + g * dp);
+          S::blend_group(mr, keys, scores + (i - rows.begin) * stride + j0, stride, v + j0 * dp, dp,
+                         nullptr, o_acc + g * dp);
         },
         [&](std::size_t i0, std::size_t br) {
           for (std::size_t r = 0; r < br; ++r) {

@@ -145,7 +145,8 @@ struct Simd {
       for (std::size_t r = 0; r < R; ++r) {
         const batch a(p[r * p_stride + j]);
 #pragma GCC unroll 2
-        for (std::size_t x = 0; x < NV; ++x) acc[r][x] = xsimd::fma(a, vj[x], acc[r][x]);  // O += P V
+        for (std::size_t x = 0; x < NV; ++x)
+          acc[r][x] = xsimd::fma(a, vj[x], acc[r][x]);  // O += P V
       }
     }
 #pragma GCC unroll 6
@@ -173,7 +174,8 @@ struct Simd {
                             std::size_t keys, const float* alpha, float* o) {
     std::size_t c = 0;
     for (; c + NR <= dp; c += NR) blend_tile<R, 2>(p, p_stride, v + c, dp, keys, alpha, o + c, dp);
-    if (c < dp) blend_tile<R, 1>(p, p_stride, v + c, dp, keys, alpha, o + c, dp);  // one vector left
+    if (c < dp)
+      blend_tile<R, 1>(p, p_stride, v + c, dp, keys, alpha, o + c, dp);  // one vector left
   }
 
   // O[rows][0..dp) (+)= P V over every padded column, for 1..MR rows.
@@ -212,14 +214,16 @@ struct Simd {
   // S[0..mr)[0..widest) = Q K^T for the group's rows against the block's packed panels.
   static void score_group(const float* q, std::size_t mr, std::size_t d, const float* kt_block,
                           std::size_t widest, float* s, std::size_t s_stride) {
-    for (std::size_t p = 0; p < widest; p += NR) score_rows(mr, q, d, kt_block + p * d, s + p, s_stride);
+    for (std::size_t p = 0; p < widest; p += NR)
+      score_rows(mr, q, d, kt_block + p * d, s + p, s_stride);
   }
 
   // O = O * alpha + P V for the group: all rows over the keys they share, then each row's ragged
   // tail alone, so that no row ever multiplies a key it does not see (a masked key's V may hold
   // NaN, and 0 * NaN is NaN). Per row the FMAs run over keys in the same order either way.
-  static void blend_group(std::size_t mr, const BlockKeys& keys, const float* p, std::size_t p_stride,
-                          const float* v_block, std::size_t dp, const float* alpha, float* o_acc) {
+  static void blend_group(std::size_t mr, const BlockKeys& keys, const float* p,
+                          std::size_t p_stride, const float* v_block, std::size_t dp,
+                          const float* alpha, float* o_acc) {
     if (keys.common > 0 || alpha != nullptr) {
       blend_rows(mr, p, p_stride, v_block, dp, keys.common, alpha, o_acc);
     }
@@ -291,7 +295,8 @@ struct Simd {
   // Lanes [0, count) of the vector starting at key `first` stay; the rest become -inf.
   static batch mask_after(batch x, std::size_t first, std::size_t count) {
     if (first + W <= count) return x;
-    alignas(64) static constexpr float kLane[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    alignas(64) static constexpr float kLane[16] = {0, 1, 2,  3,  4,  5,  6,  7,
+                                                    8, 9, 10, 11, 12, 13, 14, 15};
     const batch lane = batch::load_aligned(kLane) + batch(static_cast<float>(first));
     return xsimd::select(lane < batch(static_cast<float>(count)), x, batch(kMinusInf));
   }

@@ -1,8 +1,8 @@
-// tiled/scalar and tiled/autovec: FlashAttention's online softmax. Query rows go in blocks of Br, keys in blocks of
-// Bc; each row keeps a running max m and running sum l, and its output accumulator (the O row
-// itself) is rescaled whenever m grows. Scratch is Br x Bc scores plus 2 x Br floats, whatever
-// kv_len is. Plain loops, compiled by tiled_scalar.cpp with auto-vectorisation off and by
-// tiled_autovec.cpp with it on (internal linkage keeps the copies apart).
+// tiled/scalar and tiled/autovec: FlashAttention's online softmax. Query rows go in blocks of Br,
+// keys in blocks of Bc; each row keeps a running max m and running sum l, and its output
+// accumulator (the O row itself) is rescaled whenever m grows. Scratch is Br x Bc scores plus 2 x
+// Br floats, whatever kv_len is. Plain loops, compiled by tiled_scalar.cpp with auto-vectorisation
+// off and by tiled_autovec.cpp with it on (internal linkage keeps the copies apart).
 #pragma once
 
 #include "kernels/common.hpp"
@@ -84,7 +84,8 @@ void tiled_loops(const HeadProblem& head, RowRange rows, KeyRange keys, const Pa
         partial->m[i0 + r - rows.begin] = m[r];
         partial->l[i0 + r - rows.begin] = l[r];
       } else if (l[r] == 0.0f) {
-        for (std::size_t x = 0; x < d; ++x) o[x] = 0.0f;  // nothing to weigh: a zero row, whatever V holds
+        for (std::size_t x = 0; x < d; ++x)
+          o[x] = 0.0f;  // nothing to weigh: a zero row, whatever V holds
       } else {
         const float inv_l = inverse_sum(l[r]);
         for (std::size_t x = 0; x < d; ++x) o[x] *= inv_l;

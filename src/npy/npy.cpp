@@ -20,7 +20,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // Float data is memcpy'd straight between the file's '<f4' bytes and native floats.
-static_assert(std::endian::native == std::endian::little, "npy: only little-endian hosts are supported");
+static_assert(std::endian::native == std::endian::little,
+              "npy: only little-endian hosts are supported");
 static_assert(sizeof(float) == 4 && std::numeric_limits<float>::is_iec559);
 
 constexpr std::string_view kMagic = "\x93NUMPY";
@@ -30,7 +31,8 @@ constexpr std::size_t kMaxDigits = 19;  // every 19-digit decimal fits in uint64
 // also bounds what read() allocates for the header before anything has been validated.
 constexpr std::size_t kMaxHeaderLen = 10000;
 constexpr std::uintmax_t kMaxFileSize = std::uintmax_t{64} << 30;
-// numpy pads the header with room for shape[0] to grow to this many digits (GROWTH_AXIS_MAX_DIGITS).
+// numpy pads the header with room for shape[0] to grow to this many digits
+// (GROWTH_AXIS_MAX_DIGITS).
 constexpr std::size_t kGrowthDigits = 21;
 constexpr std::size_t kAlign = 64;
 
@@ -59,8 +61,8 @@ std::string quoted(std::string_view v) {
 std::size_t data_bytes(std::span<const std::size_t> shape, std::string_view name) {
   if (shape.empty()) fail(name, "header field 'shape' is (): 0-d arrays are not supported");
   if (shape.size() > kMaxDims)
-    fail(name, "header field 'shape' has " + std::to_string(shape.size()) + " dimensions: at most " +
-                   std::to_string(kMaxDims) + " are supported");
+    fail(name, "header field 'shape' has " + std::to_string(shape.size()) +
+                   " dimensions: at most " + std::to_string(kMaxDims) + " are supported");
   std::size_t count = 1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0)
@@ -81,13 +83,15 @@ struct Preamble {
 };
 
 // `prefix` holds the first min(file_size, 12) bytes of a file of `file_size` bytes.
-Preamble read_preamble(std::span<const std::byte> prefix, std::uintmax_t file_size, std::string_view name) {
+Preamble read_preamble(std::span<const std::byte> prefix, std::uintmax_t file_size,
+                       std::string_view name) {
   auto byte = [&](std::size_t i) { return std::to_integer<std::size_t>(prefix[i]); };
   for (std::size_t i = 0; i < std::min(prefix.size(), kMagic.size()); ++i)
     if (byte(i) != static_cast<unsigned char>(kMagic[i]))
       fail(name, "not a .npy file: magic string is not \\x93NUMPY");
   auto truncated = [&] {
-    fail(name, "truncated: file has " + std::to_string(file_size) + " bytes, too short for the .npy preamble");
+    fail(name, "truncated: file has " + std::to_string(file_size) +
+                   " bytes, too short for the .npy preamble");
   };
   if (prefix.size() < 8) truncated();
   const std::size_t major = byte(6), minor = byte(7);
@@ -99,7 +103,8 @@ Preamble read_preamble(std::span<const std::byte> prefix, std::uintmax_t file_si
   std::size_t len = 0;
   for (std::size_t i = 0; i < len_bytes; ++i) len |= byte(8 + i) << (8 * i);
   if (len > kMaxHeaderLen)
-    fail(name, "header length " + std::to_string(len) + " exceeds the limit of " + std::to_string(kMaxHeaderLen));
+    fail(name, "header length " + std::to_string(len) + " exceeds the limit of " +
+                   std::to_string(kMaxHeaderLen));
   const std::size_t offset = 8 + len_bytes;
   if (len > file_size - offset)
     fail(name, "truncated: header length is " + std::to_string(len) + " bytes, file has " +
@@ -110,7 +115,8 @@ Preamble read_preamble(std::span<const std::byte> prefix, std::uintmax_t file_si
 // Strict parser for the header's Python dict literal, e.g.
 //   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
 // It accepts exactly what Python would evaluate to such a dict (any key order, either quote style,
-// whitespace, optional trailing commas) minus escapes and string prefixes, which numpy never writes.
+// whitespace, optional trailing commas) minus escapes and string prefixes, which numpy never
+// writes.
 class HeaderParser {
  public:
   HeaderParser(std::string_view text, std::string_view name) : s_(text), name_(name) {}
@@ -120,7 +126,8 @@ class HeaderParser {
     for (std::size_t i = 0; i < s_.size(); ++i) {
       const auto c = static_cast<unsigned char>(s_[i]);
       if ((c < 0x20 || c > 0x7e) && c != '\t' && c != '\n' && c != '\r')
-        fail(name_, "header byte " + std::to_string(i) + " is " + hex(c) + ": the header must be printable ASCII");
+        fail(name_, "header byte " + std::to_string(i) + " is " + hex(c) +
+                        ": the header must be printable ASCII");
     }
     if (s_.empty() || s_.back() != '\n') fail(name_, "header does not end with '\\n'");
 
@@ -137,13 +144,16 @@ class HeaderParser {
       if (eat('}')) break;
       const std::string_view key = string_literal("a quoted key or '}'");
       const auto k = std::find(std::begin(kKeys), std::end(kKeys), key) - std::begin(kKeys);
-      if (k == 3) fail(name_, "unknown header key " + quoted(key) + " (expected 'descr', 'fortran_order', 'shape')");
+      if (k == 3)
+        fail(name_,
+             "unknown header key " + quoted(key) + " (expected 'descr', 'fortran_order', 'shape')");
       if (seen[k]) fail(name_, "header key " + quoted(key) + " appears more than once");
       seen[k] = true;
       skip_ws();
       if (!eat(':')) syntax("':' after key " + quoted(key));
       skip_ws();
-      if (k == 0) descr = string_literal("a quoted string for 'descr' (structured dtypes are not supported)");
+      if (k == 0)
+        descr = string_literal("a quoted string for 'descr' (structured dtypes are not supported)");
       if (k == 1) fortran = identifier();
       if (k == 2) shape = shape_tuple();
       skip_ws();
@@ -156,12 +166,16 @@ class HeaderParser {
     for (std::size_t k = 0; k < 3; ++k)
       if (!seen[k]) fail(name_, "header is missing key " + quoted(kKeys[k]));
 
-    if (descr == ">f4") fail(name_, "header field 'descr' is '>f4': big-endian byte order is not supported");
+    if (descr == ">f4")
+      fail(name_, "header field 'descr' is '>f4': big-endian byte order is not supported");
     if (descr != "<f4")
-      fail(name_, "header field 'descr' is " + quoted(descr) + ": only '<f4' (float32, little-endian) is supported");
-    if (fortran == "True") fail(name_, "header field 'fortran_order' is True: Fortran-order arrays are not supported");
+      fail(name_, "header field 'descr' is " + quoted(descr) +
+                      ": only '<f4' (float32, little-endian) is supported");
+    if (fortran == "True")
+      fail(name_, "header field 'fortran_order' is True: Fortran-order arrays are not supported");
     if (fortran != "False")
-      fail(name_, "header field 'fortran_order' is " + quoted(fortran) + ": expected True or False");
+      fail(name_,
+           "header field 'fortran_order' is " + quoted(fortran) + ": expected True or False");
     return shape;
   }
 
@@ -175,14 +189,18 @@ class HeaderParser {
     std::string found = "end of header";
     if (i_ < s_.size()) {
       const char c = s_[i_];
-      found = c == '\n' ? "'\\n'" : c == '\r' ? "'\\r'" : c == '\t' ? "'\\t'" : "'" + std::string(1, c) + "'";
+      found = c == '\n'   ? "'\\n'"
+              : c == '\r' ? "'\\r'"
+              : c == '\t' ? "'\\t'"
+                          : "'" + std::string(1, c) + "'";
     }
-    fail(name_, "malformed header dict: expected " + expected + " at header offset " + std::to_string(i_) +
-                    ", found " + found);
+    fail(name_, "malformed header dict: expected " + expected + " at header offset " +
+                    std::to_string(i_) + ", found " + found);
   }
 
   void skip_ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r'))
+      ++i_;
   }
   bool eat(char c) {
     if (i_ < s_.size() && s_[i_] == c) return ++i_, true;
@@ -197,7 +215,9 @@ class HeaderParser {
     const char q = s_[i_++];
     const std::size_t start = i_;
     while (i_ < s_.size() && s_[i_] != q) {
-      if (s_[i_] == '\\') fail(name_, "header string escapes are not supported (header offset " + std::to_string(i_) + ")");
+      if (s_[i_] == '\\')
+        fail(name_,
+             "header string escapes are not supported (header offset " + std::to_string(i_) + ")");
       if (s_[i_] == '\n' || s_[i_] == '\r') break;
       ++i_;
     }
@@ -208,7 +228,8 @@ class HeaderParser {
   // A bare word such as True or False; its validity is judged by the caller.
   std::string_view identifier() {
     const std::size_t start = i_;
-    while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_')) ++i_;
+    while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_'))
+      ++i_;
     if (i_ == start) syntax("True or False for 'fortran_order'");
     return s_.substr(start, i_ - start);
   }
@@ -221,13 +242,14 @@ class HeaderParser {
     if (eat(')')) return dims;
     for (;;) {
       if (dims.size() == kMaxDims)
-        fail(name_, "header field 'shape' has more than " + std::to_string(kMaxDims) + " dimensions");
+        fail(name_,
+             "header field 'shape' has more than " + std::to_string(kMaxDims) + " dimensions");
       dims.push_back(dimension(dims.size()));
       skip_ws();
       if (eat(')')) {
         if (dims.size() == 1)
-          fail(name_, "header field 'shape' is (" + std::to_string(dims[0]) + "): not a tuple, expected (" +
-                          std::to_string(dims[0]) + ",)");
+          fail(name_, "header field 'shape' is (" + std::to_string(dims[0]) +
+                          "): not a tuple, expected (" + std::to_string(dims[0]) + ",)");
         return dims;
       }
       if (!eat(',')) syntax("',' or ')' in 'shape'");
@@ -243,14 +265,16 @@ class HeaderParser {
     while (at_digit()) ++i_;
     const std::string_view digits = s_.substr(start, i_ - start);
     if (digits.size() > kMaxDigits)
-      fail(name_, "shape dimension " + idx + " has " + std::to_string(digits.size()) + " digits: at most " +
-                      std::to_string(kMaxDigits) + " are supported");
+      fail(name_, "shape dimension " + idx + " has " + std::to_string(digits.size()) +
+                      " digits: at most " + std::to_string(kMaxDigits) + " are supported");
     if (digits.size() > 1 && digits[0] == '0')
-      fail(name_, "shape dimension " + idx + " is " + quoted(digits) + ": leading zeros are not valid");
+      fail(name_,
+           "shape dimension " + idx + " is " + quoted(digits) + ": leading zeros are not valid");
     std::uint64_t v = 0;
     for (char c : digits) v = v * 10 + static_cast<std::uint64_t>(c - '0');
     if (v > std::numeric_limits<std::size_t>::max())
-      fail(name_, "shape dimension " + idx + " is " + std::string(digits) + ": too large for size_t");
+      fail(name_,
+           "shape dimension " + idx + " is " + std::string(digits) + ": too large for size_t");
     return static_cast<std::size_t>(v);
   }
 
@@ -270,11 +294,13 @@ Header parse_header(std::string_view text, std::uintmax_t data_available, std::s
   Header h{HeaderParser(text, name).parse(), 0};
   h.data_bytes = data_bytes(h.shape, name);
   if (data_available != h.data_bytes) {
-    const std::string what = "header declares shape " + shape_str(h.shape) + " = " + std::to_string(h.data_bytes) +
-                             " bytes of data, file has " + std::to_string(data_available);
-    fail(name, data_available < h.data_bytes
-                   ? "truncated: " + what
-                   : what + " (" + std::to_string(data_available - h.data_bytes) + " trailing bytes)");
+    const std::string what = "header declares shape " + shape_str(h.shape) + " = " +
+                             std::to_string(h.data_bytes) + " bytes of data, file has " +
+                             std::to_string(data_available);
+    fail(name,
+         data_available < h.data_bytes
+             ? "truncated: " + what
+             : what + " (" + std::to_string(data_available - h.data_bytes) + " trailing bytes)");
   }
   return h;
 }
@@ -294,8 +320,8 @@ std::vector<std::byte> serialise_as(std::span<const std::size_t> shape, std::spa
                                     std::string_view name) {
   const std::size_t bytes = data_bytes(shape, name);
   if (data.size() != bytes / sizeof(float))
-    fail(name, "data has " + std::to_string(data.size()) + " elements but shape " + shape_str(shape) + " needs " +
-                   std::to_string(bytes / sizeof(float)));
+    fail(name, "data has " + std::to_string(data.size()) + " elements but shape " +
+                   shape_str(shape) + " needs " + std::to_string(bytes / sizeof(float)));
   const std::string header = header_text(shape);  // < 400 bytes with at most 8 dimensions
   std::vector<std::byte> out(kMagic.size() + 4 + header.size() + bytes);
   std::byte* p = out.data();
@@ -317,11 +343,13 @@ std::string errno_str() { return std::strerror(errno); }
 }  // namespace
 
 Array parse(std::span<const std::byte> bytes, std::string_view name) {
-  const Preamble pre = read_preamble(bytes.first(std::min<std::size_t>(bytes.size(), 12)), bytes.size(), name);
+  const Preamble pre =
+      read_preamble(bytes.first(std::min<std::size_t>(bytes.size(), 12)), bytes.size(), name);
   const std::size_t data_offset = pre.header_offset + pre.header_len;
   // char may alias any object, so viewing the bytes as text is fine; floats are memcpy'd below
   // because `bytes` need not be suitably aligned.
-  const std::string_view text(reinterpret_cast<const char*>(bytes.data()) + pre.header_offset, pre.header_len);
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()) + pre.header_offset,
+                              pre.header_len);
   Header h = parse_header(text, bytes.size() - data_offset, name);
   Array a{std::move(h.shape), std::vector<float>(h.data_bytes / sizeof(float))};
   std::memcpy(a.data.data(), bytes.data() + data_offset, h.data_bytes);
@@ -340,20 +368,24 @@ Array read(const std::filesystem::path& path) {
   if (size > kMaxFileSize)
     fail(name, "file is " + std::to_string(size) + " bytes, more than the 64 GiB limit");
 
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"),
+                                                          &std::fclose);
   if (!f) fail(name, "cannot open: " + errno_str());
   auto read_exact = [&](void* dst, std::size_t n) {
     if (n != 0 && std::fread(dst, 1, n, f.get()) != n)
-      fail(name, std::ferror(f.get()) ? "read error: " + errno_str() : "file shrank while being read");
+      fail(name,
+           std::ferror(f.get()) ? "read error: " + errno_str() : "file shrank while being read");
   };
 
   // Read the preamble and header first, and the data only once the header says how much to expect;
   // this avoids holding the file twice in memory.
   std::byte prefix[12];
-  const std::size_t prefix_len = static_cast<std::size_t>(std::min<std::uintmax_t>(size, sizeof prefix));
+  const std::size_t prefix_len =
+      static_cast<std::size_t>(std::min<std::uintmax_t>(size, sizeof prefix));
   read_exact(prefix, prefix_len);
   const Preamble pre = read_preamble({prefix, prefix_len}, size, name);
-  if (std::fseek(f.get(), static_cast<long>(pre.header_offset), SEEK_SET) != 0) fail(name, "seek failed: " + errno_str());
+  if (std::fseek(f.get(), static_cast<long>(pre.header_offset), SEEK_SET) != 0)
+    fail(name, "seek failed: " + errno_str());
   std::string text(pre.header_len, '\0');
   read_exact(text.data(), text.size());
   Header h = parse_header(text, size - pre.header_offset - pre.header_len, name);
@@ -367,7 +399,8 @@ std::vector<std::byte> serialise(std::span<const std::size_t> shape, std::span<c
   return serialise_as(shape, data, "<memory>");
 }
 
-void write(const std::filesystem::path& path, std::span<const std::size_t> shape, std::span<const float> data) {
+void write(const std::filesystem::path& path, std::span<const std::size_t> shape,
+           std::span<const float> data) {
   const std::string name = path.string();
   const std::vector<std::byte> bytes = serialise_as(shape, data, name);
   fs::path tmp = path;

@@ -1,8 +1,9 @@
 // Reader and writer for NumPy .npy files holding float32 C-order arrays.
 //
-// Only the subset this project exchanges with Python is supported: descr '<f4', fortran_order False,
-// 1 to 8 non-zero dimensions. Everything else is rejected with npy::Error rather than guessed at.
-// The reader is strict and bounds-checked throughout, so it is safe on untrusted or corrupt input.
+// Only the subset this project exchanges with Python is supported: descr '<f4', fortran_order
+// False, 1 to 8 non-zero dimensions. Everything else is rejected with npy::Error rather than
+// guessed at. The reader is strict and bounds-checked throughout, so it is safe on untrusted or
+// corrupt input.
 #pragma once
 
 #include <cstddef>
