@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 
+import analysis_demos
 import demos as demo_data
 import formatting as fmt
 from document import Document, Paragraph
 
 
-# --- concepts: the demos ------------------------------------------------------------------------
+# --- how the demos' numbers read ----------------------------------------------------------------
 
 def _logits(xs) -> str:
     return "(" + ", ".join(f"{x:g}" for x in xs) + ")"
@@ -52,16 +53,16 @@ def concepts(doc: Document, demos: dict, figures: dict) -> None:
 
 def _concept_softmax(r: dict) -> tuple:
     large, small = r["large_logits"], r["small_logits"]
-    hi, lo, predicted = demo_data.sharpening(r)
+    hi, lo, predicted = analysis_demos.sharpening(r)
     worked = r["worked_weights"]
-    if demo_data.finite(r["naive_weights"]):
-        naive = f"the naive weights are {_weights(r['naive_weights'])}"
-    else:
+    if analysis_demos.naive_overflowed(r):
         naive = (f"exp(s) = {_weights(r['naive_exp'])}, their sum is {_weights([r['naive_sum']])[1:-1]}, and the "
                  f"weights exp(s) / sum are {_weights(r['naive_weights'])}")
-    difference = demo_data.max_abs_difference(r["stable_weights"], r["stable_small_weights"])
-    shifts = {a - b for a, b in zip(large, small)}
-    shifted = f" ({_logits(large)} is {_logits(small)} shifted by {next(iter(shifts)):g})" if len(shifts) == 1 else ""
+    else:
+        naive = f"the naive weights are {_weights(r['naive_weights'])}"
+    difference = analysis_demos.shift_invariance_error(r)
+    shift = analysis_demos.logit_shift(r)
+    shifted = f" ({_logits(large)} is {_logits(small)} shifted by {shift:g})" if shift is not None else ""
     text = (
         f"**Softmax.** The weights of a row of scores s are exp(sⱼ) / Σₖ exp(sₖ). Computed as written in float32, the "
         f"logits {_logits(large)} overflow: {naive}. The kernels subtract the row's max m first, so every exp(sⱼ − m) "
@@ -84,7 +85,6 @@ def _concept_softmax(r: dict) -> tuple:
 def _concept_bottleneck(r: dict) -> tuple:
     rows = r["rows"]
     last = rows[-1]
-    better = sum(row["attention_error"] < row["mean_pooled_error"] for row in rows)
     pooled = ", ".join(f"{fmt.sig(row['mean_pooled_error'])} at n = {row['n']}" for row in rows)
     attention = ", ".join(f"{fmt.sig(row['attention_error'], 2) if row['attention_error'] >= 1e-3 else _tiny(row['attention_error'])}"
                           f" at n = {row['n']}" for row in rows)
@@ -95,8 +95,8 @@ def _concept_bottleneck(r: dict) -> tuple:
         f"v_p by a mean relative error of {pooled}: towards 1, since the mean of n independent values shrinks to 0 "
         f"while v_p does not. Attention with the query {r['sharpness']:g}·k_p scores the matching key highest (a unit "
         f"key's dot product with itself is 1, with any other key less) and the softmax of such large scores puts "
-        f"almost all the weight there: mean relative error {attention}, below the summary's at {better} of "
-        f"{len(rows)} lengths ({fmt.ratio(last['mean_pooled_error'] / last['attention_error'])} smaller at n = "
+        f"almost all the weight there: mean relative error {attention}, below the summary's at {analysis_demos.attention_wins(r)} of "
+        f"{len(rows)} lengths ({fmt.ratio(analysis_demos.pooled_over_attention(last))} smaller at n = "
         f"{last['n']}). Its worst retrieval at n = {last['n']} ({fmt.sig(last['attention_worst_error'], 2)}) is a "
         f"problem where another random key points almost the way k_p does: {last['n']} keys crowd "
         f"{r['dim']} dimensions.")
@@ -106,12 +106,11 @@ def _concept_bottleneck(r: dict) -> tuple:
 
 
 def _concept_alignment(r: dict) -> tuple:
-    sums = demo_data.row_sums(r)
     weights, aligned = r["weights"], r["aligned"]
     pairs = ", ".join(f"{t} → {r['source'][j]} ({weights[i][j]:.2f})" for i, (t, j) in enumerate(zip(r["target"], aligned)))
-    crossed = [(i, k) for i in range(len(aligned)) for k in range(i + 1, len(aligned)) if aligned[k] < aligned[i]]
+    crossed = analysis_demos.first_crossing(r)
     if crossed:
-        i, k = crossed[0]
+        i, k = crossed
         crossing = (f"The word order differs between the languages, so the alignment crosses: {r['target'][i]} "
                     f"(word {i + 1}) reads {r['source'][aligned[i]]} (word {aligned[i] + 1}) while {r['target'][k]} "
                     f"(word {k + 1}) reads {r['source'][aligned[k]]} (word {aligned[k] + 1}), which a fixed "
@@ -121,7 +120,7 @@ def _concept_alignment(r: dict) -> tuple:
     text = (
         f"**Alignment.** Attention as a soft alignment: the queries are the words of {_words(r['target'])}, the keys "
         f"those of {_words(r['source'])}, with hand-made {len(r['source_embedding'][0])}-dim embeddings. Each row of "
-        f"weights is a softmax, so it sums to 1 (here to within {_tiny(max(abs(t - 1) for t in sums))}), and each "
+        f"weights is a softmax, so it sums to 1 (here to within {_tiny(analysis_demos.row_sum_error(r))}), and each "
         f"word attends most "
         f"to its translation: {pairs}. {crossing}")
     caption = (f"Attention weights of each word of {_words(r['target'])} (rows, queries) over "
@@ -130,11 +129,11 @@ def _concept_alignment(r: dict) -> tuple:
 
 
 def _concept_quadratic(r: dict) -> tuple:
-    measured, extrapolated = demo_data.quadratic_rows(r)
+    measured, extrapolated = analysis_demos.quadratic_rows(r)
     top = measured[-1]
     d = r["head_dim"]
     per_key = r["tiled_bytes_per_key"]
-    packed = f" (packed K and V: 2 · {d} floats · 4 bytes)" if per_key == 8 * d else ""
+    packed = f" (packed K and V: 2 · {d} floats · 4 bytes)" if analysis_demos.per_key_is_packed_kv(r) else ""
     text = (
         f"**The quadratic score matrix.** Measured at n = {', '.join(fmt.count(row['n']) for row in measured)} "
         f"(d = {d}, one head, one thread), {fmt.code(r['naive_kernel'])} holds the n × n scores, 4n² bytes: "
@@ -143,21 +142,21 @@ def _concept_quadratic(r: dict) -> tuple:
         f"n^{r['time_exponent']:.2f} (least squares of ln t on ln n). {fmt.code(r['tiled_kernel'])} holds one block of "
         f"scores whatever n is: its scratch fits {fmt.bytes_(r['tiled_bytes_fixed'])} + "
         f"{fmt.bytes_(per_key)} per key{packed}, {fmt.bytes_(top['tiled_scratch_bytes'])} at "
-        f"n = {fmt.count(top['n'])}. Its time there is {fmt.ratio(top['tiled_ms'] / top['naive_ms'])} the naive "
+        f"n = {fmt.count(top['n'])}. Its time there is {fmt.ratio(analysis_demos.tiled_time_share(top))} the naive "
         f"kernel's ({fmt.ms(top['tiled_ms'])} in one call against {fmt.ms(top['naive_ms'])}): both compute the n² "
         f"scores, and tiling removes their n² bytes, not their FLOPs.")
     for row in extrapolated:
-        budget = r["memory_budget_bytes"]
+        share = analysis_demos.budget_share(r, row)
         refuse = ""
-        if budget:
-            refuse = (f", {fmt.ratio(row['score_matrix_bytes'] / budget)} the naive kernels' memory budget of "
-                      f"{fmt.bytes_(budget)} (half of RAM)"
-                      + (", so they refuse it on this machine" if row["score_matrix_bytes"] > budget else ""))
+        if share is not None:
+            refuse = (f", {fmt.ratio(share)} the naive kernels' memory budget of "
+                      f"{fmt.bytes_(r['memory_budget_bytes'])} (half of RAM)"
+                      + (", so they refuse it on this machine" if analysis_demos.over_budget(r, row) else ""))
         text += (f" Extrapolated to n = {fmt.count(row['n'])}: one head's score matrix is "
                  f"{fmt.bytes_(row['score_matrix_bytes'])}{refuse}; the time fit puts one naive call at "
                  f"~{fmt.sig(row['naive_ms'] / 1000)} s; the tiled scratch line gives "
                  f"~{fmt.bytes_(row['tiled_scratch_bytes'])}, "
-                 f"{fmt.ratio(row['score_matrix_bytes'] / row['tiled_scratch_bytes'])} less than the scores alone.")
+                 f"{fmt.ratio(analysis_demos.tiled_saving(row))} less than the scores alone.")
     caption = ("Memory (a) and time (b) against n, log-log: the 4n² score matrix and the measured scratch of "
                f"{fmt.code(r['naive_kernel'])} and {fmt.code(r['tiled_kernel'])}, extrapolated (open markers) by the demo's "
                "fits: ln t on ln n for the naive time, a line in n for the tiled scratch.")
@@ -181,12 +180,11 @@ def _concept_order(r: dict) -> tuple:
 def _concept_uniform(r: dict) -> tuple:
     cases = r["cases"]
     hows = " or ".join(case["how"] for case in cases)
-    worst = max(case["max_difference"] for case in cases)
     text = (
         f"**Uniform weights.** When every score of a row is equal (here by {hows}), the softmax gives each of the "
-        f"n = {r['n']} keys the weight 1/n = {fmt.sig(1.0 / r['n'])} (largest deviation "
-        f"{_tiny(demo_data.uniform_weight_error(r))}) and the output is the plain mean of the values to within "
-        f"{_tiny(worst)}: attention with equal scores is mean pooling, the bottleneck demo's summary.")
+        f"n = {r['n']} keys the weight 1/n = {fmt.sig(analysis_demos.uniform_weight(r))} (largest deviation "
+        f"{_tiny(analysis_demos.uniform_weight_error(r))}) and the output is the plain mean of the values to within "
+        f"{_tiny(analysis_demos.uniform_output_error(r))}: attention with equal scores is mean pooling, the bottleneck demo's summary.")
     caption = (f"Equal scores ({hows}): (a) the weights against 1/n, (b) the output against the mean of the values, "
                f"{fmt.code(r['kernel'])}.")
     return text, caption
