@@ -1,5 +1,7 @@
 """Numbers derived from the table that both the figures and the text use, so they always agree:
-fitted exponents, speedup pairs, the tiled-over-naive crossover, winners, noise, ceilings."""
+which kernels, fitted exponents, speedup pairs, the tiled-over-naive crossover, winners, noise.
+Memory (the score matrix, scratch curves) is derived in analysis_memory.py, throughput against the
+machine's ceilings (peak shares, the roofline) in analysis_throughput.py."""
 from __future__ import annotations
 
 import math
@@ -8,12 +10,11 @@ from dataclasses import dataclass
 import numpy as np
 
 import formatting as fmt
-from fit import LogLogFit, PowerSumFit, loglog_fit, loglog_fit_tail, power_sum_fit
-from loader import Record, Table
+from fit import LogLogFit, loglog_fit
+from loader import Table
 
 CV_FLAG = 0.05  # a point whose real time varies more than this across repetitions is flagged
 SIMD_ISAS = ("avx512f", "avx2", "sse4.2")
-EXTRAPOLATE_N = 128_000  # a long-context length: one head's fp32 score matrix is 65.5 GB
 
 
 # --- which kernels and threads ------------------------------------------------------------------
@@ -67,47 +68,6 @@ def time_fits(table: Table, threads: int, causal: bool = False) -> dict:
             if fit is not None:
                 out[(kernel, d)] = fit
     return out
-
-
-def memory_d(table: Table) -> int | None:
-    """The head dim whose tiled kernels reach the longest measured length (the tiled-only points),
-    then the one with the most lengths, then the one nearest 64."""
-    measured = table.measured().where(causal=False, threads=1)
-
-    def key(d):
-        ns = measured.where(d=d, strategy="tiled").column("n")
-        return (max(ns) if len(ns) else 0, len(set(ns)), -abs(math.log2(d / 64)))
-
-    dims = measured.values("d")
-    return max(dims, key=key) if dims else None
-
-
-@dataclass(frozen=True)
-class MemoryCurve:
-    kernel: str
-    measure: str  # scratch_bytes or rss_peak_bytes
-    n: np.ndarray
-    bytes: np.ndarray
-    fit: LogLogFit | None  # over the three largest n: the asymptotic slope
-    model: PowerSumFit | None  # scratch only: a n^2 + b n (naive) or a n + b (tiled), to extrapolate
-
-
-def memory_curves(table: Table, d: int) -> list:
-    """Measured scratch and RSS against n of the dispatched SIMD naive and tiled kernels (and of
-    the scalar pair when the SIMD ones are missing), one thread, not causal."""
-    curves = []
-    for strategy in ("naive", "tiled"):
-        kernel = simd_kernel(table, strategy) or (f"{strategy}/scalar" if present(table, f"{strategy}/scalar") else None)
-        if kernel is None:
-            continue
-        for measure in ("scratch_bytes_median", "rss_peak_bytes_median"):
-            n, b = table.series(measure, kernel=kernel, d=d, threads=1, causal=False)
-            if len(n):
-                model = None
-                if measure == "scratch_bytes_median":
-                    model = power_sum_fit(n, b, (2, 1) if strategy == "naive" else (1, 0))
-                curves.append(MemoryCurve(kernel, measure.replace("_median", ""), n, b, loglog_fit_tail(n, b), model))
-    return curves
 
 
 # --- comparisons --------------------------------------------------------------------------------
@@ -246,7 +206,7 @@ def crossover_pairs(table: Table) -> list:
     return pairs
 
 
-# --- winners, peaks, noise ----------------------------------------------------------------------
+# --- winners, noise, other shapes ----------------------------------------------------------------------
 
 def winners(table: Table, threads: int, causal: bool = False) -> dict:
     """{(n, d): [records, fastest first]} over every kernel measured at that cell."""
@@ -254,11 +214,6 @@ def winners(table: Table, threads: int, causal: bool = False) -> dict:
     for r in table.measured().where(threads=threads, causal=causal):
         cells.setdefault((r.n, r.d), []).append(r)
     return {cell: sorted(rows, key=lambda r: r.time_ms_median) for cell, rows in cells.items()}
-
-
-def best_of_kernel(table: Table, kernel: str, threads: int) -> Record | None:
-    rows = table.measured().where(kernel=kernel, threads=threads).records
-    return max(rows, key=lambda r: r.gflops_median) if rows else None
 
 
 def noisy(table: Table, limit: float = CV_FLAG) -> list:
@@ -280,28 +235,6 @@ def causal_ratios(table: Table) -> list:
         if full:
             out.append((full, r, full.time_ms_median / r.time_ms_median))
     return out
-
-
-def arithmetic_intensity(r: Record) -> float:
-    """FLOPs per byte of compulsory traffic (the benchmark's flops_per_call / bytes_moved)."""
-    return r.flops_per_call_median / r.bytes_moved_median if r.bytes_moved_median else math.nan
-
-
-def ridge(run, threads: int) -> float | None:
-    peak, bandwidth = run.fma_peak_gflops(threads), run.triad_gbs(threads)
-    return peak / bandwidth if peak and bandwidth else None
-
-
-def roof(run, threads: int, intensity: float) -> float | None:
-    """The roofline's GFLOP/s at this arithmetic intensity: min(FMA peak, intensity x triad)."""
-    peak, bandwidth = run.fma_peak_gflops(threads), run.triad_gbs(threads)
-    return min(peak, intensity * bandwidth) if peak and bandwidth else None
-
-
-def cache_fit_n(run, level: int) -> float | None:
-    """The largest n whose fp32 score matrix (4 n^2 bytes) fits in this cache level."""
-    size = run.cache_bytes(level)
-    return math.sqrt(size / 4) if size else None
 
 
 def largest_common_n(table: Table, kernels: list, d: int, threads: int, causal: bool = False) -> int | None:

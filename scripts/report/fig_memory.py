@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import analysis
+import analysis_memory
 import formatting as fmt
 import plotting
 from loader import Table
@@ -17,13 +17,13 @@ TITLE = "Memory vs sequence length"
 def draw(table: Table, out_dir) -> plotting.FigureFile:
     plt = plotting.plt
     run = table.runs[0]
-    d = analysis.memory_d(table)
+    d = analysis_memory.memory_d(table)
     fig, ax = plt.subplots(figsize=(8.5, 5.6))
-    curves = analysis.memory_curves(table, d) if d is not None else []
+    curves = analysis_memory.memory_curves(table, d) if d is not None else []
     if not curves:
         plotting.no_data(ax)
         return plotting.save(fig, out_dir, STEM, TITLE)
-    n_end = analysis.EXTRAPOLATE_N
+    n_end = analysis_memory.EXTRAPOLATE_N
     n_min = min(float(c.n.min()) for c in curves)
     for c in curves:
         style = {"color": "#ff7f0e" if c.kernel.startswith("naive") else "#1f77b4",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import analysis
+import analysis_memory
 import formatting as fmt
 from document import Bullets, Document, Paragraph, Table
 from loader import Table as Points
@@ -34,12 +35,12 @@ def summary(doc: Document, table: Points, everything: Points, all_threads: int) 
                      for d in table.values("d") if analysis.largest_common_n(table, [tiled, naive], d, 1)]
         if sentences:
             items.append(f"Tiled ({fmt.code(tiled)}) against naive ({fmt.code(naive)}), one thread: " + "; ".join(sentences) + ".")
-    d_mem = analysis.memory_d(table)
+    d_mem = analysis_memory.memory_d(table)
     if d_mem is not None:
-        curves = {(c.kernel.split("/")[0], c.measure): c for c in analysis.memory_curves(table, d_mem)}
+        curves = {(c.kernel.split("/")[0], c.measure): c for c in analysis_memory.memory_curves(table, d_mem)}
         naive_c, tiled_c = curves.get(("naive", "scratch_bytes")), curves.get(("tiled", "scratch_bytes"))
         if naive_c and tiled_c and naive_c.fit and tiled_c.fit:
-            n_end = analysis.EXTRAPOLATE_N
+            n_end = analysis_memory.EXTRAPOLATE_N
             items.append(
                 f"Scratch memory grows with slope {naive_c.fit.slope:.2f} (naive, the n × n score matrix) against "
                 f"{tiled_c.fit.slope:.2f} (tiled, packed K and V); at n = {fmt.count(n_end)} one head's fp32 score matrix "

@@ -3,6 +3,7 @@ grouped-query attention."""
 from __future__ import annotations
 
 import analysis
+import analysis_throughput
 import formatting as fmt
 from document import Document, Paragraph, Table
 from loader import Table as Points
@@ -42,7 +43,7 @@ def decode_and_gqa(doc: Document, table: Points, all_threads: int) -> None:
             triad = run.triad_gbs(r.threads)
             rates.append((r, gbs))
             rows.append([fmt.code(r.kernel), r.shape, str(r.d), str(r.threads), fmt.ms(r.time_ms_median),
-                         fmt.sig(r.gflops_median), fmt.sig(analysis.arithmetic_intensity(r)), fmt.sig(gbs),
+                         fmt.sig(r.gflops_median), fmt.sig(analysis_throughput.arithmetic_intensity(r)), fmt.sig(gbs),
                          fmt.pct(100 * gbs / triad) if triad else "", fmt.bytes_(r.scratch_bytes_median)])
         s.add(Table(["kernel", "shape", "d", "threads", "time", "GFLOP/s", "FLOP/byte", "GB/s moved", "% of triad",
                      "scratch"], rows, align="llrrrrrrrr",
@@ -50,7 +51,7 @@ def decode_and_gqa(doc: Document, table: Points, all_threads: int) -> None:
         example = decode.records[0]
         l3 = run.cache_bytes(3)
         text = (f"One query row scores every key once: 4·kv·d FLOPs against reading all of K and V, so the "
-                f"intensity is about {fmt.sig(analysis.arithmetic_intensity(example))} FLOP/byte, far left of the "
+                f"intensity is about {fmt.sig(analysis_throughput.arithmetic_intensity(example))} FLOP/byte, far left of the "
                 f"ridge: decoding is bound by moving K and V, and its figure of merit is GB/s against the triad "
                 f"bandwidth, not GFLOP/s against the FMA peak. A tiled kernel splits such a shape's keys into chunks "
                 f"computed as separate tasks and merged by log-sum-exp, so several threads can stream K and V at once.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import analysis
+import analysis_throughput
 import formatting as fmt
 from document import Document, Paragraph, Table
 from loader import Table as Points
@@ -26,7 +27,7 @@ def throughput(doc: Document, table: Points, figures: dict, all_threads: int) ->
     for kernel in table.measured().values("kernel"):
         row = [fmt.code(kernel)]
         for t in counts:
-            best = analysis.best_of_kernel(table.where(causal=False), kernel, t)
+            best = analysis_throughput.best_of_kernel(table.where(causal=False), kernel, t)
             if best is None:
                 row += ["", "", ""]
             else:
@@ -143,21 +144,21 @@ def roofline(doc: Document, table: Points, figures: dict, all_threads: int) -> N
                  "triad bandwidth) measured on this machine."))
     ridges = []
     for t in analysis.thread_counts(table):
-        r = analysis.ridge(run, t)
+        r = analysis_throughput.ridge(run, t)
         if r:
             ridges.append(f"{fmt.sig(r)} FLOP/byte on {fmt.threads(t, all_threads)} "
                           f"({fmt.sig(run.fma_peak_gflops(t))} GFLOP/s ÷ {fmt.sig(run.triad_gbs(t))} GB/s)")
     rows = []
     measured = table.measured().where(causal=False, threads=1)
-    ridge = analysis.ridge(run, 1)
+    ridge = analysis_throughput.ridge(run, 1)
     for kernel in measured.values("kernel"):
         for d in measured.values("d"):
             mine = measured.where(kernel=kernel, d=d).sorted("n").records
             if not mine:
                 continue
             r = mine[-1]
-            ai = analysis.arithmetic_intensity(r)
-            roof = analysis.roof(run, 1, ai) or math.nan
+            ai = analysis_throughput.arithmetic_intensity(r)
+            roof = analysis_throughput.roof(run, 1, ai) or math.nan
             bound = "" if not ridge else ("memory" if ai < ridge else "compute")
             rows.append([fmt.code(kernel), str(d), fmt.count(r.n), fmt.sig(ai), fmt.sig(r.gflops_median), fmt.sig(roof),
                          fmt.pct(100 * r.gflops_median / roof) if math.isfinite(roof) else "", bound])
@@ -177,9 +178,9 @@ def roofline(doc: Document, table: Points, figures: dict, all_threads: int) -> N
 
 def _roofline_reading(measured: Points, run) -> str:
     """What the one-thread points say against the roofs, in numbers."""
-    ridge = analysis.ridge(run, 1)
+    ridge = analysis_throughput.ridge(run, 1)
     points = list(measured)
-    left = [r for r in points if analysis.arithmetic_intensity(r) < ridge]
+    left = [r for r in points if analysis_throughput.arithmetic_intensity(r) < ridge]
     parts = [f"On one thread, {len(points) - len(left)} of {len(points)} points lie right of the ridge "
              f"(compute-bound by the model) and {len(left)} left of it (memory-bound)."]
     falls = []
@@ -203,7 +204,7 @@ def _roofline_reading(measured: Points, run) -> str:
     slow = []
     for kernel in measured.values("kernel"):
         rows = measured.where(kernel=kernel).records
-        share = max(r.gflops_median / analysis.roof(run, 1, analysis.arithmetic_intensity(r)) for r in rows)
+        share = max(r.gflops_median / analysis_throughput.roof(run, 1, analysis_throughput.arithmetic_intensity(r)) for r in rows)
         if share < 0.2:
             slow.append(f"{fmt.code(kernel)} ({fmt.pct(100 * share)})")
     if slow:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import analysis
+import analysis_memory
 import formatting as fmt
 from document import Bullets, Document, Paragraph, Table
 from loader import Table as Points
@@ -61,7 +62,7 @@ def time_vs_n(doc: Document, table: Points, figures: dict, all_threads: int) -> 
             f"On one thread the naive SIMD kernel's time grows faster than the tiled one's at {len(steeper)} of "
             f"{len(both)} head dims (" + ", ".join(f"d = {d}: {fits[(naive, d)].slope:.2f} against "
                                                     f"{fits[(tiled, d)].slope:.2f}" for d in both) + ")."))
-    l2, l3 = analysis.cache_fit_n(run, 2), analysis.cache_fit_n(run, 3)
+    l2, l3 = analysis_memory.cache_fit_n(run, 2), analysis_memory.cache_fit_n(run, 3)
     cache_sentence = ""
     if l2 and l3:
         cache_sentence = (f" On this machine the fp32 score matrix of one head fits in L2 up to n ≈ {fmt.count(l2)} "
@@ -109,8 +110,8 @@ def crossover(doc: Document, table: Points, all_threads: int) -> None:
 def memory(doc: Document, table: Points, figures: dict) -> None:
     s = doc.section("Memory: n² scores against packed K and V")
     run = table.runs[0]
-    d = analysis.memory_d(table)
-    curves = analysis.memory_curves(table, d) if d is not None else []
+    d = analysis_memory.memory_d(table)
+    curves = analysis_memory.memory_curves(table, d) if d is not None else []
     s.add(Paragraph(
         "The naive kernel materialises the whole n × n score matrix, 4n² bytes in fp32, because the softmax of "
         "a row needs that row's max and sum before any weight is known. The tiled kernel (FlashAttention's online "
@@ -120,7 +121,7 @@ def memory(doc: Document, table: Points, figures: dict) -> None:
     s.add(doc.figure(figures["fig2_memory_vs_n"], f"Measured scratch (the workspace's peak, packed K and V "
                  f"included) and process RSS high-water mark against n at d = {d}, one thread, with the analytic "
                  f"score matrix, this machine's RAM and the naive memory budget; dashed: least-squares models "
-                 f"extrapolated to n = {fmt.count(analysis.EXTRAPOLATE_N)}."))
+                 f"extrapolated to n = {fmt.count(analysis_memory.EXTRAPOLATE_N)}."))
     if not curves:
         return
     by = {(c.kernel.split("/")[0], c.measure): c for c in curves}
@@ -135,7 +136,7 @@ def memory(doc: Document, table: Points, figures: dict) -> None:
                 columns.append(dict(zip(c.n.astype(int), c.bytes)))
     rows = [[fmt.count(n), fmt.bytes_(4.0 * n * n)] + [fmt.bytes_(col[n]) if n in col else "" for col in columns]
             for n in ns]
-    n_end = analysis.EXTRAPOLATE_N
+    n_end = analysis_memory.EXTRAPOLATE_N
     extrapolated = [f"**{fmt.count(n_end)}** (extrapolated)", f"**{fmt.bytes_(4.0 * n_end**2)}**"]
     for strategy in ("naive", "tiled"):
         for measure in ("scratch_bytes", "rss_peak_bytes"):
