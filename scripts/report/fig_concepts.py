@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 import analysis_demos
+import analysis_memory
 import demos as demo_data
 import formatting as fmt
 import plotting
@@ -190,7 +191,8 @@ def _quadratic(r: dict, out_dir) -> plotting.FigureFile:
     tiled_marker = plotting.kernel_style(r["tiled_kernel"])["marker"]
 
     ax = axes[0]
-    ax.plot(grid, 4 * grid**2, color="0.35", linewidth=1, label="score matrix of one head, 4·n² bytes")
+    ax.plot(grid, analysis_memory.score_matrix_bytes(grid), color="0.35", linewidth=1,
+            label="score matrix of one head, 4·n² bytes")
     ax.plot(ns, [row["score_matrix_bytes"] for row in r["rows"]], "o", color="0.35", markersize=3)
     ax.plot(n_meas, [row["naive_scratch_bytes"] for row in measured], color=NAIVE, marker=naive_marker,
             markersize=5, label=f"{r['naive_kernel']} scratch, measured")

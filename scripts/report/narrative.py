@@ -4,8 +4,9 @@ vocabulary of attention: the n x n score matrix, the softmax passes, memory traf
 This module holds the section order; the sections are written by narrative_overview (summary,
 machine), narrative_concepts (the demos), narrative_time_memory (time, crossover, memory),
 narrative_throughput (GFLOP/s, winners, speedups, roofline, threads), narrative_shapes (causal,
-decoding, grouped-query) and narrative_method (noise, skipped points, method). The numbers they
-phrase are derived in the analysis modules, so the figures and the text agree.
+decoding, grouped-query) and narrative_method (noise, skipped points, method). Every number they
+quote is computed by the analysis modules (analysis, analysis_memory, analysis_throughput,
+analysis_demos), which the fig_* modules read too; the section modules only format and phrase it.
 """
 from __future__ import annotations
 

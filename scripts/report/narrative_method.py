@@ -1,11 +1,6 @@
 """How far to trust the numbers and how they are made: noise, skipped points, method."""
 from __future__ import annotations
 
-import math
-import re
-
-import numpy as np
-
 import analysis
 import formatting as fmt
 from document import Bullets, Document, Paragraph, Table
@@ -16,19 +11,18 @@ from loader import Table as Points
 
 def noise(doc: Document, table: Points) -> None:
     s = doc.section("Noise")
-    measured = table.measured()
-    cvs = np.array([r.time_ms_cv for r in measured if math.isfinite(r.time_ms_cv)])
+    spread = analysis.cv_spread(table)
     noisy = analysis.noisy(table)
     text = ("Each point is repeated (Google Benchmark repetitions) and its coefficient of variation (CV = standard "
             "deviation / mean of the real time across repetitions) measures the noise.")
-    if len(cvs):
-        text += (f" Over the {len(cvs)} measured points the median CV is {fmt.pct(100 * float(np.median(cvs)), 2)} and "
-                 f"the largest {fmt.pct(100 * float(cvs.max()), 1)}; {len(noisy)} are above "
+    if spread is not None:
+        text += (f" Over the {spread.count} measured points the median CV is {fmt.pct(100 * spread.median, 2)} and "
+                 f"the largest {fmt.pct(100 * spread.largest, 1)}; {len(noisy)} are above "
                  f"{fmt.pct(100 * analysis.CV_FLAG, 0)} and flagged below.")
-    once = [r for r in measured if r.one_call_per_repetition]
+    once, repetitions = analysis.one_call_points(table)
     if once:
         text += (f" {len(once)} points run one call per repetition (`iterations:1` in the name, a long call), so "
-                 f"their CV rests on only {' or '.join(str(v) for v in sorted({r.repetitions for r in once}))} calls.")
+                 f"their CV rests on only {' or '.join(str(v) for v in repetitions)} calls.")
     s.add(Paragraph(text))
     if noisy:
         rows = [[fmt.code(r.kernel), r.shape, str(r.d), str(r.threads), "yes" if r.causal else "no",
@@ -44,9 +38,7 @@ def skipped(doc: Document, table: Points) -> None:
     if not skipped:
         s.add(Paragraph("No point was skipped."))
         return
-    kinds = {}
-    for r in skipped:
-        kinds.setdefault(re.sub(r"\d+(\.\d+)?", "#", r.skip_reason), []).append(r)
+    kinds = analysis.skip_reasons(table)
     s.add(Paragraph(
         f"{len(skipped)} points were not measured; the benchmark records each with its reason (one error entry "
         f"per repetition in the JSON) instead of leaving it out silently: "

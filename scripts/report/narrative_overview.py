@@ -2,10 +2,9 @@
 and build the run was measured on."""
 from __future__ import annotations
 
-import math
-
 import analysis
 import analysis_memory
+import analysis_throughput
 import formatting as fmt
 from document import Bullets, Document, Paragraph, Table
 from loader import Table as Points
@@ -16,7 +15,6 @@ from loader import Table as Points
 def summary(doc: Document, table: Points, everything: Points, all_threads: int) -> None:
     s = doc.section("Summary")
     run = table.runs[0]
-    measured = table.measured()
     items = []
     warning = analysis.load_warning(run)
     if warning:
@@ -37,32 +35,31 @@ def summary(doc: Document, table: Points, everything: Points, all_threads: int) 
             items.append(f"Tiled ({fmt.code(tiled)}) against naive ({fmt.code(naive)}), one thread: " + "; ".join(sentences) + ".")
     d_mem = analysis_memory.memory_d(table)
     if d_mem is not None:
-        curves = {(c.kernel.split("/")[0], c.measure): c for c in analysis_memory.memory_curves(table, d_mem)}
-        naive_c, tiled_c = curves.get(("naive", "scratch_bytes")), curves.get(("tiled", "scratch_bytes"))
+        curves = analysis_memory.memory_curves(table, d_mem)
+        by = analysis_memory.curves_by_strategy(curves)
+        naive_c, tiled_c = by.get(("naive", "scratch_bytes")), by.get(("tiled", "scratch_bytes"))
         if naive_c and tiled_c and naive_c.fit and tiled_c.fit:
-            n_end = analysis_memory.EXTRAPOLATE_N
+            long_context = analysis_memory.long_context(run, curves)
             items.append(
                 f"Scratch memory grows with slope {naive_c.fit.slope:.2f} (naive, the n × n score matrix) against "
-                f"{tiled_c.fit.slope:.2f} (tiled, packed K and V); at n = {fmt.count(n_end)} one head's fp32 score matrix "
-                f"is {fmt.bytes_(4.0 * n_end**2)}"
-                + (f", {fmt.ratio(4.0 * n_end**2 / run.memory_bytes)} this machine's RAM" if run.memory_bytes else "")
-                + (f", while the tiled scratch extrapolates to {fmt.bytes_(float(tiled_c.model.predict(n_end)))}."
-                   if tiled_c.model else "."))
+                f"{tiled_c.fit.slope:.2f} (tiled, packed K and V); at n = {fmt.count(long_context.n)} one head's fp32 score matrix "
+                f"is {fmt.bytes_(long_context.score_matrix_bytes)}"
+                + (f", {fmt.ratio(long_context.ram_share)} this machine's RAM" if long_context.ram_share is not None else "")
+                + (f", while the tiled scratch extrapolates to {fmt.bytes_(long_context.tiled_scratch_bytes)}."
+                   if long_context.tiled_scratch_bytes is not None else "."))
     for t in analysis.thread_counts(table):
-        rows = [r for r in measured.where(threads=t) if math.isfinite(r.pct_peak_median)]
-        if rows:
-            best = max(rows, key=lambda r: r.pct_peak_median)
+        best = analysis_throughput.best_share_of_peak(table, t)
+        if best is not None:
             items.append(f"Highest share of the measured FMA peak on {fmt.threads(t, all_threads)}: "
                          f"{fmt.pct(best.pct_peak_median)} ({fmt.sig(best.gflops_median)} GFLOP/s), {fmt.code(best.kernel)} at "
                          f"n = {best.n}, d = {best.d}{', causal' if best.causal else ''}.")
     if tiled and analysis.present(table, "naive/openblas"):
         parts = []
+        over_blas = analysis.Comparison("", "", tiled, "naive/openblas")
         for d in table.values("d"):
-            n = analysis.largest_common_n(table, [tiled, "naive/openblas"], d, 1)
-            if n:
-                c = analysis.Comparison("", "", tiled, "naive/openblas")
-                ns, speedup = analysis.speedup_series(table, c, d, 1)
-                parts.append(f"{fmt.ratio(speedup[list(ns).index(n)])} at n = {n}, d = {d}")
+            speedup = analysis.speedup_range(table, over_blas, d, 1)
+            if speedup is not None:
+                parts.append(f"{fmt.ratio(speedup.at_largest)} at n = {speedup.n_largest}, d = {d}")
         if parts:
             items.append(f"{fmt.code(tiled)} over the OpenBLAS baseline (`cblas_sgemm` for both products), one thread: "
                          + "; ".join(parts) + ".")

@@ -2,8 +2,6 @@
 the roofline and thread scaling."""
 from __future__ import annotations
 
-import math
-
 import analysis
 import analysis_throughput
 import formatting as fmt
@@ -41,22 +39,14 @@ def throughput(doc: Document, table: Points, figures: dict, all_threads: int) ->
     dims = table.values("d")
     if len(dims) > 1:
         header = ["kernel", "n"] + [f"d = {d}" for d in dims] + [f"d = {dims[-1]} over d = {dims[0]}"]
-        rows, examples = [], []
-        for kernel in table.measured().values("kernel"):
-            rows_k = table.measured().where(kernel=kernel, threads=1, causal=False)
-            common = set.intersection(*[set(rows_k.where(d=d).column("n")) for d in dims])
-            if not common:
-                continue
-            n = int(max(common))
-            values = [rows_k.one(n=n, d=d).gflops_median for d in dims]
-            rows.append([fmt.code(kernel), str(n)] + [fmt.sig(v) for v in values] + [fmt.ratio(values[-1] / values[0])])
-            examples.append((kernel, n, values))
+        by_dim = analysis_throughput.head_dim_gflops(table)
+        rows = [[fmt.code(k.kernel), str(k.n)] + [fmt.sig(v) for v in k.gflops] + [fmt.ratio(k.ratio)] for k in by_dim]
         if rows:
             s.add(Table(header, rows, caption="GFLOP/s by head dim, one thread, at the largest n measured at every d:"))
-            better = [k for k, n, v in examples if v[-1] > v[0]]
-            s.add(Paragraph(f"{len(better)} of {len(examples)} kernels run faster at d = {dims[-1]} than at d = {dims[0]} "
+            better = [k.kernel for k in by_dim if k.faster_at_largest_d]
+            s.add(Paragraph(f"{len(better)} of {len(by_dim)} kernels run faster at d = {dims[-1]} than at d = {dims[0]} "
                             f"at the same n" + (f" ({', '.join(fmt.code(k) for k in better)})" if better else "") + "."))
-        per_exp = ", ".join(f"{4 * d} at d = {d}" for d in dims)
+        per_exp = ", ".join(f"{analysis_throughput.flops_per_score(d)} at d = {d}" for d in dims)
         s.add(Paragraph(
             f"Why small head dims are less efficient: per score the kernels do 4d FLOPs of multiply-add (2d in "
             f"Q Kᵀ, 2d in P V) but always one exp, a compare for the running max, an add for the sum and a scale, "
@@ -87,12 +77,10 @@ def winners(doc: Document, table: Points, figures: dict, all_threads: int) -> No
                     continue
                 best = ranked[0]
                 text = f"{fmt.code(best.kernel)} {fmt.sig(best.gflops_median)}"
-                if len(ranked) > 1:
-                    second = ranked[1]
-                    margin = second.time_ms_median / best.time_ms_median - 1
-                    noise = max(best.time_ms_cv, second.time_ms_cv)
-                    text += f" (+{fmt.pct(100 * margin)} over {fmt.code(second.kernel)}"
-                    text += ", within noise)" if math.isfinite(noise) and margin < noise else ")"
+                lead = analysis.lead(ranked)
+                if lead is not None:
+                    text += f" (+{fmt.pct(100 * lead.margin)} over {fmt.code(lead.runner_up.kernel)}"
+                    text += ", within noise)" if lead.within_noise else ")"
                 row.append(text)
             if any(row[1:]):
                 rows.append(row)
@@ -112,20 +100,19 @@ def speedups(doc: Document, table: Points, figures: dict, all_threads: int) -> N
     for c in analysis.comparisons(table):
         t = all_threads if c.threads_vs_one else 1
         for d in table.values("d"):
-            n, speedup = analysis.speedup_series(table, c, d, t)
-            if len(n):
-                rows.append([c.group, c.label, str(d), f"{fmt.ratio(speedup.min())} – {fmt.ratio(speedup.max())}",
-                             fmt.count(n[-1]), fmt.ratio(speedup[-1])])
+            speedup = analysis.speedup_range(table, c, d, t)
+            if speedup is not None:
+                rows.append([c.group, c.label, str(d), f"{fmt.ratio(speedup.lowest)} – {fmt.ratio(speedup.highest)}",
+                             fmt.count(speedup.n_largest), fmt.ratio(speedup.at_largest)])
     if rows:
         s.add(Table(["comparison", "kernels", "d", "range over n", "largest common n", "speedup there"], rows,
                     align="llrrrr"))
-    isa_lanes = {"avx512f": 16, "avx2": 8, "sse4.2": 4}
     tiled = analysis.simd_kernel(table, "tiled")
-    lanes = isa_lanes.get(tiled.split("/")[-1]) if tiled else None
+    lanes = analysis.fp32_lanes(tiled)
     s.add(Paragraph(
         "SIMD over scalar: the scalar kernels are compiled with the vectoriser off, so this is what explicit "
         "vectors give: up to the lane count (" + (f"{lanes} fp32 lanes for {fmt.code(tiled)}; " if lanes else "") +
-        ", ".join(f"{n} for {isa}" for isa, n in isa_lanes.items()) + "), more when fused multiply-add and register blocking keep "
+        ", ".join(f"{n} for {isa}" for isa, n in analysis.SIMD_LANES.items()) + "), more when fused multiply-add and register blocking keep "
         "more operations in flight than the scalar loop can. Explicit SIMD over auto-vectorised compares the "
         "AVX2 kernels against the same scalar source compiled with `-O3 -mavx2 -mfma`: without `-ffast-math` "
         "the compiler may not reorder a dot product's sum, so Q Kᵀ stays scalar. Threads: all cores over one; "
@@ -148,20 +135,11 @@ def roofline(doc: Document, table: Points, figures: dict, all_threads: int) -> N
         if r:
             ridges.append(f"{fmt.sig(r)} FLOP/byte on {fmt.threads(t, all_threads)} "
                           f"({fmt.sig(run.fma_peak_gflops(t))} GFLOP/s ÷ {fmt.sig(run.triad_gbs(t))} GB/s)")
-    rows = []
     measured = table.measured().where(causal=False, threads=1)
-    ridge = analysis_throughput.ridge(run, 1)
-    for kernel in measured.values("kernel"):
-        for d in measured.values("d"):
-            mine = measured.where(kernel=kernel, d=d).sorted("n").records
-            if not mine:
-                continue
-            r = mine[-1]
-            ai = analysis_throughput.arithmetic_intensity(r)
-            roof = analysis_throughput.roof(run, 1, ai) or math.nan
-            bound = "" if not ridge else ("memory" if ai < ridge else "compute")
-            rows.append([fmt.code(kernel), str(d), fmt.count(r.n), fmt.sig(ai), fmt.sig(r.gflops_median), fmt.sig(roof),
-                         fmt.pct(100 * r.gflops_median / roof) if math.isfinite(roof) else "", bound])
+    rows = [[fmt.code(p.record.kernel), str(p.record.d), fmt.count(p.record.n), fmt.sig(p.intensity),
+             fmt.sig(p.record.gflops_median), fmt.sig(p.roof), fmt.pct(p.roof_pct) if p.roof_pct is not None else "",
+             p.bound or ""]
+            for p in analysis_throughput.roofline_at_largest_n(measured, run)]
     s.add(Paragraph(
         "The benchmark's traffic model (`bytes_moved`) counts what a kernel must move at least: Q, K and V read "
         "and O written once, 16nd bytes; a naive kernel also writes its score matrix, reads and rewrites it to "
@@ -172,41 +150,24 @@ def roofline(doc: Document, table: Points, figures: dict, all_threads: int) -> N
     if rows:
         s.add(Table(["kernel", "d", "n", "FLOP/byte", "GFLOP/s", "roof GFLOP/s", "% of roof", "bound by the model"], rows,
                     caption="One thread, each kernel's largest measured n per head dim:"))
-    if ridge:
+    if analysis_throughput.ridge(run, 1):
         s.add(Paragraph(_roofline_reading(measured, run)))
 
 
 def _roofline_reading(measured: Points, run) -> str:
     """What the one-thread points say against the roofs, in numbers."""
-    ridge = analysis_throughput.ridge(run, 1)
-    points = list(measured)
-    left = [r for r in points if analysis_throughput.arithmetic_intensity(r) < ridge]
-    parts = [f"On one thread, {len(points) - len(left)} of {len(points)} points lie right of the ridge "
-             f"(compute-bound by the model) and {len(left)} left of it (memory-bound)."]
-    falls = []
-    for kernel in measured.values("kernel"):
-        if not kernel.startswith("naive"):
-            continue
-        for d in measured.values("d"):
-            rows = measured.where(kernel=kernel, d=d).sorted("n").records
-            if len(rows) < 2:
-                continue
-            best = max(rows, key=lambda r: r.gflops_median)
-            last = rows[-1]
-            if last is not best and last.gflops_median < 0.9 * best.gflops_median:
-                falls.append(f"{fmt.code(kernel)} at d = {d} from {fmt.sig(best.gflops_median)} GFLOP/s (n = {best.n}) to "
-                             f"{fmt.sig(last.gflops_median)} (n = {last.n})")
+    right, left = analysis_throughput.sides_of_ridge(measured, run)
+    parts = [f"On one thread, {right} of {len(measured)} points lie right of the ridge "
+             f"(compute-bound by the model) and {left} left of it (memory-bound)."]
+    falls = [f"{fmt.code(f.kernel)} at d = {f.d} from {fmt.sig(f.best.gflops_median)} GFLOP/s (n = {f.best.n}) to "
+             f"{fmt.sig(f.last.gflops_median)} (n = {f.last.n})" for f in analysis_throughput.throughput_falls(measured)]
     if falls:
         parts.append("Yet naive kernels lose throughput as n grows although their modelled intensity barely "
                      "moves (it approaches d/4): " + "; ".join(falls) + ". The model counts compulsory traffic only; what it leaves "
                      "out is the score matrix leaving the caches, so each softmax pass really goes to DRAM, and the "
                      "softmax work that is not FMA.")
-    slow = []
-    for kernel in measured.values("kernel"):
-        rows = measured.where(kernel=kernel).records
-        share = max(r.gflops_median / analysis_throughput.roof(run, 1, analysis_throughput.arithmetic_intensity(r)) for r in rows)
-        if share < 0.2:
-            slow.append(f"{fmt.code(kernel)} ({fmt.pct(100 * share)})")
+    slow = [f"{fmt.code(kernel)} ({fmt.pct(100 * share)})"
+            for kernel, share in analysis_throughput.instruction_bound(measured, run)]
     if slow:
         parts.append("Kernels that stay under a fifth of their roof at every point are limited by the instructions "
                      "they issue, not by memory or the FMA units' peak: " + ", ".join(slow) + " at best.")
@@ -223,17 +184,9 @@ def thread_scaling(doc: Document, table: Points, figures: dict, all_threads: int
     if all_threads == 1:
         s.add(Paragraph("Only one thread count was measured."))
         return
-    rows = []
-    measured = table.measured().where(causal=False)
-    for kernel in measured.values("kernel"):
-        for d in measured.values("d"):
-            c = analysis.Comparison("threads", kernel, kernel, kernel, True)
-            n, speedup = analysis.speedup_series(measured, c, d, all_threads)
-            if len(n):
-                one = measured.one(kernel=kernel, d=d, n=int(n[-1]), threads=1)
-                many = measured.one(kernel=kernel, d=d, n=int(n[-1]), threads=all_threads)
-                rows.append([fmt.code(kernel), str(d), fmt.count(n[-1]), fmt.ms(one.time_ms_median), fmt.ms(many.time_ms_median),
-                             fmt.ratio(speedup[-1]), fmt.pct(100 * speedup[-1] / all_threads, 0)])
+    rows = [[fmt.code(x.kernel), str(x.d), fmt.count(x.n), fmt.ms(x.one.time_ms_median), fmt.ms(x.many.time_ms_median),
+             fmt.ratio(x.speedup), fmt.pct(x.efficiency_pct, 0)]
+            for x in analysis.thread_scaling(table, all_threads)]
     s.add(Table(["kernel", "d", "n", "1 thread", f"{all_threads} threads", "speedup", "efficiency"], rows,
                 caption=f"At each kernel's largest n measured on both 1 and {all_threads} threads:"))
     s.add(Paragraph(

@@ -2,8 +2,6 @@
 kernel overtakes the naive one, and the n x n score matrix against packed K and V."""
 from __future__ import annotations
 
-import math
-
 import analysis
 import analysis_memory
 import formatting as fmt
@@ -27,7 +25,7 @@ def time_vs_n(doc: Document, table: Points, figures: dict, all_threads: int) -> 
                  "an n² guide."))
     dims, counts = table.values("d"), analysis.thread_counts(table)
     header = ["kernel"] + [f"d = {d}, {fmt.threads(t, all_threads)}" for t in counts for d in dims]
-    rows, r2s, two_point = [], [], False
+    rows, two_point = [], False
     fits_by_t = {t: analysis.time_fits(table, t) for t in counts}
     for kernel in table.measured().values("kernel"):
         row = [fmt.code(kernel)]
@@ -38,16 +36,15 @@ def time_vs_n(doc: Document, table: Points, figures: dict, all_threads: int) -> 
                     row.append("")
                     continue
                 mark = ""
-                if fit.count == 2:
+                if analysis.through_two_lengths(fit):
                     mark, two_point = " †", True
-                else:
-                    r2s.append(fit.r2)
                 row.append(f"{fit.slope:.2f}{mark}")
         rows.append(row)
     s.add(Table(header, rows, caption="Fitted exponent b of time ∝ n^b (every measured n, not causal):"))
     notes = []
-    if r2s:
-        notes.append(f"R² of the fits with three or more lengths is between {min(r2s):.4f} and {max(r2s):.4f}")
+    r2 = analysis.r2_range(fit for fits in fits_by_t.values() for fit in fits.values())
+    if r2:
+        notes.append(f"R² of the fits with three or more lengths is between {r2[0]:.4f} and {r2[1]:.4f}")
     if two_point:
         notes.append("† marks a fit through only two lengths (the others were skipped): exact by construction, "
                      "so it says less")
@@ -55,8 +52,7 @@ def time_vs_n(doc: Document, table: Points, figures: dict, all_threads: int) -> 
         s.add(Paragraph("; ".join(notes) + "."))
     tiled, naive = analysis.simd_kernel(table, "tiled"), analysis.simd_kernel(table, "naive")
     fits = fits_by_t.get(1, {})
-    steeper = [d for d in dims if (tiled, d) in fits and (naive, d) in fits and fits[(naive, d)].slope > fits[(tiled, d)].slope]
-    both = [d for d in dims if (tiled, d) in fits and (naive, d) in fits]
+    both, steeper = analysis.steeper_exponents(fits, naive, tiled, dims)
     if both:
         s.add(Paragraph(
             f"On one thread the naive SIMD kernel's time grows faster than the tiled one's at {len(steeper)} of "
@@ -124,8 +120,8 @@ def memory(doc: Document, table: Points, figures: dict) -> None:
                  f"extrapolated to n = {fmt.count(analysis_memory.EXTRAPOLATE_N)}."))
     if not curves:
         return
-    by = {(c.kernel.split("/")[0], c.measure): c for c in curves}
-    ns = sorted({int(v) for c in curves for v in c.n})
+    by = analysis_memory.curves_by_strategy(curves)
+    ns = analysis_memory.measured_lengths(curves)
     header = ["n", "score matrix 4n²"]
     columns = []
     for strategy in ("naive", "tiled"):
@@ -134,16 +130,18 @@ def memory(doc: Document, table: Points, figures: dict) -> None:
             if c is not None:
                 header.append(f"{fmt.code(c.kernel)} {label}")
                 columns.append(dict(zip(c.n.astype(int), c.bytes)))
-    rows = [[fmt.count(n), fmt.bytes_(4.0 * n * n)] + [fmt.bytes_(col[n]) if n in col else "" for col in columns]
-            for n in ns]
-    n_end = analysis_memory.EXTRAPOLATE_N
-    extrapolated = [f"**{fmt.count(n_end)}** (extrapolated)", f"**{fmt.bytes_(4.0 * n_end**2)}**"]
+    rows = [[fmt.count(n), fmt.bytes_(analysis_memory.score_matrix_bytes(n))]
+            + [fmt.bytes_(col[n]) if n in col else "" for col in columns] for n in ns]
+    long_context = analysis_memory.long_context(run, curves)
+    n_end = long_context.n
+    extrapolated = [f"**{fmt.count(n_end)}** (extrapolated)", f"**{fmt.bytes_(long_context.score_matrix_bytes)}**"]
     for strategy in ("naive", "tiled"):
         for measure in ("scratch_bytes", "rss_peak_bytes"):
             c = by.get((strategy, measure))
             if c is None:
                 continue
-            extrapolated.append(fmt.bytes_(float(c.model.predict(n_end))) if c.model is not None else "")
+            end = c.extrapolated(n_end)
+            extrapolated.append(fmt.bytes_(end) if end is not None else "")
     rows.append(extrapolated)
     s.add(Table(header, rows, caption=f"Measured bytes at d = {d}, one thread, not causal:"))
     sentences = []
@@ -158,19 +156,17 @@ def memory(doc: Document, table: Points, figures: dict) -> None:
     if sentences:
         s.add(Bullets(sentences))
     facts = [f"At n = {fmt.count(n_end)}, one head's fp32 score matrix is {fmt.count(n_end)}² × 4 bytes = "
-             f"{fmt.bytes_(4.0 * n_end**2)}"]
-    if run.memory_bytes:
-        facts.append(f"{fmt.ratio(4.0 * n_end**2 / run.memory_bytes)} this machine's {fmt.bytes_(run.memory_bytes)} of RAM; "
-                     f"the largest n whose score matrix fits in RAM at all is {fmt.count(math.sqrt(run.memory_bytes / 4))}")
-    if run.naive_memory_budget_bytes:
+             f"{fmt.bytes_(long_context.score_matrix_bytes)}"]
+    if long_context.ram_share is not None:
+        facts.append(f"{fmt.ratio(long_context.ram_share)} this machine's {fmt.bytes_(run.memory_bytes)} of RAM; "
+                     f"the largest n whose score matrix fits in RAM at all is {fmt.count(long_context.longest_in_ram)}")
+    if long_context.longest_in_budget is not None:
         facts.append(f"the naive kernels refuse a score matrix over their memory budget "
                      f"({fmt.bytes_(run.naive_memory_budget_bytes)}, half of RAM), i.e. n over "
-                     f"{fmt.count(math.sqrt(run.naive_memory_budget_bytes / 4))}")
-    tiled_c = by.get(("tiled", "scratch_bytes"))
-    if tiled_c is not None and tiled_c.model is not None:
-        end = float(tiled_c.model.predict(n_end))
-        facts.append(f"the tiled kernel's scratch extrapolates to {fmt.bytes_(end)}, "
-                     f"{fmt.ratio(4.0 * n_end**2 / end)} less than the score matrix alone")
+                     f"{fmt.count(long_context.longest_in_budget)}")
+    if long_context.tiled_scratch_bytes is not None:
+        facts.append(f"the tiled kernel's scratch extrapolates to {fmt.bytes_(long_context.tiled_scratch_bytes)}, "
+                     f"{fmt.ratio(long_context.tiled_saving)} less than the score matrix alone")
     s.add(Paragraph("; ".join(facts) + ". A real model has many heads and layers, so multiply accordingly: "
                     "this is why long-context attention is computed tiled."))
     rss = [c for c in curves if c.measure == "rss_peak_bytes"]
