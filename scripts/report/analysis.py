@@ -1,19 +1,26 @@
 """Numbers derived from the table that both the figures and the text use, so they always agree:
-fitted exponents, speedup pairs, the tiled-over-naive crossover, winners, noise, ceilings."""
+which kernels, fitted exponents, speedups and thread scaling, the tiled-over-naive crossover,
+noise, winners, causal and grouped-query ratios. Memory (the score matrix, scratch curves, long
+contexts) is derived in analysis_memory.py, throughput against the machine's ceilings (peak shares,
+head dims, the roofline, decoding bandwidth) in analysis_throughput.py, the demos' numbers in
+analysis_demos.py. The narrative modules only phrase what these return."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 import formatting as fmt
-from fit import LogLogFit, PowerSumFit, loglog_fit, loglog_fit_tail, power_sum_fit
+from fit import LogLogFit, loglog_fit
 from loader import Record, Table
 
 CV_FLAG = 0.05  # a point whose real time varies more than this across repetitions is flagged
-SIMD_ISAS = ("avx512f", "avx2", "sse4.2")
-EXTRAPOLATE_N = 128_000  # a long-context length: one head's fp32 score matrix is 65.5 GB
+# fp32 lanes per vector register, widest ISA first: the order the dispatcher prefers when the context
+# does not say what it chose, and the lane counts the speedups section quotes, in one table
+SIMD_LANES = {"avx512f": 16, "avx2": 8, "sse4.2": 4}
+SIMD_ISAS = tuple(SIMD_LANES)
 
 
 # --- which kernels and threads ------------------------------------------------------------------
@@ -50,6 +57,11 @@ def present(table: Table, *kernels: str | None) -> bool:
     return all(k is not None and k in have for k in kernels)
 
 
+def fp32_lanes(kernel: str | None) -> int | None:
+    """The fp32 lanes of a SIMD kernel's vectors (`tiled/simd/avx2`: 8), None for any other kernel."""
+    return SIMD_LANES.get(kernel.split("/")[-1]) if kernel else None
+
+
 # --- exponents ----------------------------------------------------------------------------------
 
 def time_fit(table: Table, kernel: str, d: int, threads: int, causal: bool = False) -> LogLogFit | None:
@@ -69,45 +81,23 @@ def time_fits(table: Table, threads: int, causal: bool = False) -> dict:
     return out
 
 
-def memory_d(table: Table) -> int | None:
-    """The head dim whose tiled kernels reach the longest measured length (the tiled-only points),
-    then the one with the most lengths, then the one nearest 64."""
-    measured = table.measured().where(causal=False, threads=1)
-
-    def key(d):
-        ns = measured.where(d=d, strategy="tiled").column("n")
-        return (max(ns) if len(ns) else 0, len(set(ns)), -abs(math.log2(d / 64)))
-
-    dims = measured.values("d")
-    return max(dims, key=key) if dims else None
+def through_two_lengths(fit: LogLogFit) -> bool:
+    """A fit through only two lengths (the others were skipped) is exact by construction: its R² is 1
+    and says nothing, so the text marks it and leaves it out of the R² range."""
+    return fit.count == 2
 
 
-@dataclass(frozen=True)
-class MemoryCurve:
-    kernel: str
-    measure: str  # scratch_bytes or rss_peak_bytes
-    n: np.ndarray
-    bytes: np.ndarray
-    fit: LogLogFit | None  # over the three largest n: the asymptotic slope
-    model: PowerSumFit | None  # scratch only: a n^2 + b n (naive) or a n + b (tiled), to extrapolate
+def r2_range(fits) -> tuple | None:
+    """(lowest, highest) R² of the fits through three or more lengths, or None when there are none."""
+    r2s = [fit.r2 for fit in fits if not through_two_lengths(fit)]
+    return (min(r2s), max(r2s)) if r2s else None
 
 
-def memory_curves(table: Table, d: int) -> list:
-    """Measured scratch and RSS against n of the dispatched SIMD naive and tiled kernels (and of
-    the scalar pair when the SIMD ones are missing), one thread, not causal."""
-    curves = []
-    for strategy in ("naive", "tiled"):
-        kernel = simd_kernel(table, strategy) or (f"{strategy}/scalar" if present(table, f"{strategy}/scalar") else None)
-        if kernel is None:
-            continue
-        for measure in ("scratch_bytes_median", "rss_peak_bytes_median"):
-            n, b = table.series(measure, kernel=kernel, d=d, threads=1, causal=False)
-            if len(n):
-                model = None
-                if measure == "scratch_bytes_median":
-                    model = power_sum_fit(n, b, (2, 1) if strategy == "naive" else (1, 0))
-                curves.append(MemoryCurve(kernel, measure.replace("_median", ""), n, b, loglog_fit_tail(n, b), model))
-    return curves
+def steeper_exponents(fits: dict, steeper: str, than: str, dims) -> tuple:
+    """For {(kernel, d): fit}: ([d where both kernels have a time fit], [those of them where the
+    exponent of `steeper` is larger than that of `than`])."""
+    both = [d for d in dims if (steeper, d) in fits and (than, d) in fits]
+    return both, [d for d in both if fits[(steeper, d)].slope > fits[(than, d)].slope]
 
 
 # --- comparisons --------------------------------------------------------------------------------
@@ -168,6 +158,66 @@ def speedup_series(table: Table, comparison: Comparison, d: int, threads: int, c
     return np.array(common, dtype=float), np.array([b[n] / k[n] for n in common], dtype=float)
 
 
+@dataclass(frozen=True)
+class SpeedupRange:
+    """A speedup over every common length: its range, and its value at the largest common n (where
+    fixed costs weigh least, so the one the text quotes)."""
+
+    n: np.ndarray
+    speedup: np.ndarray
+
+    @property
+    def lowest(self):
+        return self.speedup.min()
+
+    @property
+    def highest(self):
+        return self.speedup.max()
+
+    @property
+    def n_largest(self) -> int:
+        return int(self.n[-1])
+
+    @property
+    def at_largest(self):
+        return self.speedup[-1]
+
+
+def speedup_range(table: Table, comparison: Comparison, d: int, threads: int) -> SpeedupRange | None:
+    """speedup_series (not causal) as a SpeedupRange, or None when the two sides share no length."""
+    n, speedup = speedup_series(table, comparison, d, threads)
+    return SpeedupRange(n, speedup) if len(n) else None
+
+
+@dataclass(frozen=True)
+class ThreadScaling:
+    """One kernel at one head dim on `threads` threads against one, at the largest n measured both ways."""
+
+    kernel: str
+    d: int
+    n: int
+    one: Record  # on one thread
+    many: Record  # on `threads` threads
+    speedup: float
+    efficiency_pct: float  # speedup / threads, in percent: 100 when every thread pulls its weight
+
+
+def thread_scaling(table: Table, threads: int) -> list:
+    """A ThreadScaling per kernel and head dim measured on 1 and `threads` threads, not causal."""
+    measured = table.measured().where(causal=False)
+    out = []
+    for kernel in measured.values("kernel"):
+        for d in measured.values("d"):
+            scaling = speedup_range(measured, Comparison("threads", kernel, kernel, kernel, True), d, threads)
+            if scaling is None:
+                continue
+            n = scaling.n_largest
+            out.append(ThreadScaling(kernel, d, n, measured.one(kernel=kernel, d=d, n=n, threads=1),
+                                     measured.one(kernel=kernel, d=d, n=n, threads=threads), scaling.at_largest,
+                                     100 * scaling.at_largest / threads))
+    return out
+
+
 # --- tiled over naive ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -187,7 +237,7 @@ class Crossover:
         """"tiled 1.09x faster at n = 512" (", within noise" when the lead is under the CV)."""
         a = float(self.advantage[i])
         who, by = ("tiled", a) if a > 1 else ("naive", 1 / a)
-        within = ", within noise" if math.isfinite(self.noise[i]) and abs(a - 1) < self.noise[i] else ""
+        within = ", within noise" if within_noise(a - 1, self.noise[i]) else ""
         return f"{who} {fmt.ratio(by)} faster at n = {fmt.count(self.n[i])}{within}"
 
     def sentence(self) -> str:
@@ -210,8 +260,8 @@ class Crossover:
 def crossover(table: Table, tiled: str, naive: str, d: int, threads: int) -> Crossover:
     pair = Comparison("tiled over naive", "", tiled, naive)
     n, advantage = speedup_series(table, pair, d, threads)
-    noise = np.array([max(table.measured().one(kernel=k, n=int(v), d=d, threads=threads, causal=False).time_ms_cv
-                          for k in (tiled, naive)) for v in n], dtype=float)
+    noise = np.array([larger_cv(*(table.measured().one(kernel=k, n=int(v), d=d, threads=threads, causal=False)
+                                  for k in (tiled, naive))) for v in n], dtype=float)
     faster = advantage > 1
     n_cross, i = None, 0
     if len(n) == 0:
@@ -246,7 +296,59 @@ def crossover_pairs(table: Table) -> list:
     return pairs
 
 
-# --- winners, peaks, noise ----------------------------------------------------------------------
+# --- noise --------------------------------------------------------------------------------------
+
+def larger_cv(*records: Record) -> float:
+    """The larger coefficient of variation of the real times compared: the noise of a comparison."""
+    return max(r.time_ms_cv for r in records)
+
+
+def within_noise(difference: float, noise: float) -> bool:
+    """The report's one noise rule: a relative difference (a lead, a ratio minus 1) smaller than the
+    noise (larger_cv) is not a difference; a NaN CV (a single repetition) excuses nothing."""
+    return math.isfinite(noise) and abs(difference) < noise
+
+
+def noisy(table: Table, limit: float = CV_FLAG) -> list:
+    """Measured points whose real time varies more than `limit` (a fraction) across repetitions."""
+    rows = [r for r in table.measured() if math.isfinite(r.time_ms_cv) and r.time_ms_cv > limit]
+    return sorted(rows, key=lambda r: -r.time_ms_cv)
+
+
+@dataclass(frozen=True)
+class CvSpread:
+    count: int  # measured points with a CV (more than one repetition)
+    median: float
+    largest: float
+
+
+def cv_spread(table: Table) -> CvSpread | None:
+    """The median and largest CV of real time over the measured points, or None when none has one."""
+    cvs = np.array([r.time_ms_cv for r in table.measured() if math.isfinite(r.time_ms_cv)])
+    return CvSpread(len(cvs), float(np.median(cvs)), float(cvs.max())) if len(cvs) else None
+
+
+def one_call_points(table: Table) -> tuple:
+    """([measured points timed one call per repetition], [their distinct repetition counts, sorted]):
+    for those, the CV rests on that few calls."""
+    once = [r for r in table.measured() if r.one_call_per_repetition]
+    return once, sorted({r.repetitions for r in once})
+
+
+def skipped_points(table: Table) -> list:
+    return table.skipped().sorted().records
+
+
+def skip_reasons(table: Table) -> dict:
+    """{reason with its numbers as "#": [skipped points]}, in order of first appearance, so that
+    "predicted 41.2 s per call exceeds ... 10 s budget" and "predicted 97 s ..." are one kind."""
+    kinds = {}
+    for r in skipped_points(table):
+        kinds.setdefault(re.sub(r"\d+(\.\d+)?", "#", r.skip_reason), []).append(r)
+    return kinds
+
+
+# --- winners ------------------------------------------------------------------------------------
 
 def winners(table: Table, threads: int, causal: bool = False) -> dict:
     """{(n, d): [records, fastest first]} over every kernel measured at that cell."""
@@ -256,52 +358,80 @@ def winners(table: Table, threads: int, causal: bool = False) -> dict:
     return {cell: sorted(rows, key=lambda r: r.time_ms_median) for cell, rows in cells.items()}
 
 
-def best_of_kernel(table: Table, kernel: str, threads: int) -> Record | None:
-    rows = table.measured().where(kernel=kernel, threads=threads).records
-    return max(rows, key=lambda r: r.gflops_median) if rows else None
+@dataclass(frozen=True)
+class Lead:
+    """The fastest kernel of a cell over the runner-up."""
+
+    winner: Record
+    runner_up: Record
+    margin: float  # the runner-up's time over the winner's, minus 1
+    within_noise: bool
 
 
-def noisy(table: Table, limit: float = CV_FLAG) -> list:
-    """Measured points whose real time varies more than `limit` (a fraction) across repetitions."""
-    rows = [r for r in table.measured() if math.isfinite(r.time_ms_cv) and r.time_ms_cv > limit]
-    return sorted(rows, key=lambda r: -r.time_ms_cv)
+def lead(ranked: list) -> Lead | None:
+    """The lead of ranked[0] over ranked[1] (a winners() cell), or None for a cell of one kernel."""
+    if len(ranked) < 2:
+        return None
+    best, second = ranked[0], ranked[1]
+    margin = second.time_ms_median / best.time_ms_median - 1
+    return Lead(best, second, margin, within_noise(margin, larger_cv(best, second)))
 
 
-def skipped_points(table: Table) -> list:
-    return table.skipped().sorted().records
+# --- other shapes -------------------------------------------------------------------------------
+
+def ideal_causal_ratio(n: int) -> float:
+    """Non-causal over causal time if only the scores computed mattered: query i sees keys 0 to i,
+    n(n+1)/2 of the n² scores, so 2n/(n+1)."""
+    return 2 * n / (n + 1)
+
+
+@dataclass(frozen=True)
+class CausalRatio:
+    full: Record  # not causal
+    causal: Record
+    ratio: float  # full time / causal time
+    ideal: float  # ideal_causal_ratio(n)
 
 
 def causal_ratios(table: Table) -> list:
-    """(record non-causal, record causal, time ratio) for every point measured both ways."""
+    """A CausalRatio for every point measured both ways."""
     out = []
     measured = table.measured()
     for r in measured.where(causal=True).sorted().records:
         full = measured.one(run=r.run, kernel=r.kernel, n=r.n, d=r.d, threads=r.threads, causal=False)
         if full:
-            out.append((full, r, full.time_ms_median / r.time_ms_median))
+            out.append(CausalRatio(full, r, full.time_ms_median / r.time_ms_median, ideal_causal_ratio(full.n)))
     return out
 
 
-def arithmetic_intensity(r: Record) -> float:
-    """FLOPs per byte of compulsory traffic (the benchmark's flops_per_call / bytes_moved)."""
-    return r.flops_per_call_median / r.bytes_moved_median if r.bytes_moved_median else math.nan
+@dataclass(frozen=True)
+class GroupingGain:
+    """Grouped-query attention against as many key/value heads as query heads, same kernel, threads
+    and lengths."""
+
+    kernel: str
+    threads: int
+    full: Record  # kv_heads == heads
+    grouped: Record  # kv_heads < heads
+    speedup: float  # full time / grouped time
+    scratch_saving: float  # full scratch / grouped scratch
 
 
-def ridge(run, threads: int) -> float | None:
-    peak, bandwidth = run.fma_peak_gflops(threads), run.triad_gbs(threads)
-    return peak / bandwidth if peak and bandwidth else None
-
-
-def roof(run, threads: int, intensity: float) -> float | None:
-    """The roofline's GFLOP/s at this arithmetic intensity: min(FMA peak, intensity x triad)."""
-    peak, bandwidth = run.fma_peak_gflops(threads), run.triad_gbs(threads)
-    return min(peak, intensity * bandwidth) if peak and bandwidth else None
-
-
-def cache_fit_n(run, level: int) -> float | None:
-    """The largest n whose fp32 score matrix (4 n^2 bytes) fits in this cache level."""
-    size = run.cache_bytes(level)
-    return math.sqrt(size / 4) if size else None
+def grouping_gains(table: Table) -> list:
+    """A GroupingGain for every grouped point that has an ungrouped twin (heads, q_len, kv_len, d)."""
+    gqa = table.measured().where(family="gqa").sorted()
+    out = []
+    for kernel in gqa.values("kernel"):
+        for t in gqa.values("threads"):
+            mine = gqa.where(kernel=kernel, threads=t).records
+            full = [r for r in mine if r.kv_heads == r.heads]
+            grouped = [r for r in mine if r.kv_heads < r.heads]
+            for f in full:
+                for g in grouped:
+                    if (g.heads, g.q_len, g.kv_len, g.d) == (f.heads, f.q_len, f.kv_len, f.d):
+                        out.append(GroupingGain(kernel, t, f, g, f.time_ms_median / g.time_ms_median,
+                                                f.scratch_bytes_median / g.scratch_bytes_median))
+    return out
 
 
 def largest_common_n(table: Table, kernels: list, d: int, threads: int, causal: bool = False) -> int | None:

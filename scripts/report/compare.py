@@ -3,7 +3,6 @@ contexts, GFLOP/s per kernel at the points they share with ratios to the first r
 overlaying them."""
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
@@ -116,8 +115,7 @@ def build(table: Points, out_dir) -> tuple:
         row += [fmt.sig(r.gflops_median) for r in recs]
         for r in recs[1:]:
             ratio = r.gflops_median / recs[0].gflops_median
-            noise = max(r.time_ms_cv, recs[0].time_ms_cv)
-            within = math.isfinite(noise) and abs(ratio - 1) < noise
+            within = analysis.within_noise(ratio - 1, analysis.larger_cv(r, recs[0]))
             row.append(fmt.ratio(ratio) + (" (within noise)" if within else ""))
         rows.append(row)
     s.add(Paragraph("A ratio is marked \"within noise\" when it differs from 1 by less than the larger CV of the "

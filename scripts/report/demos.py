@@ -3,7 +3,7 @@
 Not benchmark JSON (loader.py reads that): `{"demos": {NAME: {...}}}`, one object per demo that
 ran, inf and NaN written as the strings "inf", "-inf" and "nan". The report draws the "Concepts"
 section from it when a demos.json lies next to the run's results.json (scripts/study.sh writes
-one). The derived numbers that the figures and the text share are computed here, so they agree.
+one). What the figures and the text compute from these numbers is in analysis_demos.py.
 """
 from __future__ import annotations
 
@@ -80,51 +80,3 @@ def _numbers(value):
         return {k: _numbers(v) for k, v in value.items()}
     return value
 
-
-def finite(values) -> bool:
-    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
-
-
-def max_abs_difference(a, b) -> float:
-    return max(abs(x - y) for x, y in zip(a, b))
-
-
-# --- derived numbers shared by fig_concepts.py and narrative.py -----------------------------------
-
-def sharpening(softmax: dict) -> tuple:
-    """The worked example's first and third logits (2.1, 1.3) and exp of their difference, which the
-    weight ratio equals: (score_hi, score_lo, exp(score_hi - score_lo))."""
-    hi, lo = softmax["worked_logits"][0], softmax["worked_logits"][2]
-    return hi, lo, math.exp(hi - lo)
-
-
-def row_sums(alignment: dict) -> list:
-    return [math.fsum(row) for row in alignment["weights"]]
-
-
-def crossing(alignment: dict) -> bool:
-    """True when the alignment is not monotone (a target word further on reads an earlier source word)."""
-    aligned = alignment["aligned"]
-    return any(b < a for a, b in zip(aligned, aligned[1:]))
-
-
-def quadratic_rows(quadratic: dict) -> tuple:
-    """(measured rows, extrapolated rows)."""
-    rows = quadratic["rows"]
-    return [r for r in rows if r["measured"]], [r for r in rows if not r["measured"]]
-
-
-def quadratic_time_ms(quadratic: dict, n) -> float:
-    """The demo's fit of the naive kernel's time: ln ms = a + b ln n."""
-    return math.exp(quadratic["time_log_intercept"] + quadratic["time_exponent"] * math.log(n))
-
-
-def quadratic_tiled_bytes(quadratic: dict, n) -> float:
-    """The demo's line through the tiled kernel's measured scratch: fixed + per key * n."""
-    return quadratic["tiled_bytes_fixed"] + quadratic["tiled_bytes_per_key"] * n
-
-
-def uniform_weight_error(uniform: dict) -> float:
-    """max |weight - 1/n| over every case."""
-    n = uniform["n"]
-    return max(abs(w - 1.0 / n) for case in uniform["cases"] for w in case["weights"])

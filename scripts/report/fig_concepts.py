@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+import analysis_demos
+import analysis_memory
 import demos as demo_data
 import formatting as fmt
 import plotting
@@ -100,7 +102,7 @@ def _softmax(r: dict, out_dir) -> plotting.FigureFile:
     ax.set_title(f"(b) worked example {_tuple(r['worked_logits'])}", fontsize=9)
 
     ax = axes[2]
-    hi, lo, predicted = demo_data.sharpening(r)
+    hi, lo, predicted = analysis_demos.sharpening(r)
     ratios = [r["score_ratio"], r["weight_ratio"]]
     ax.bar([0, 1], ratios, 0.6, color=["0.6", TILED])
     for x, y in zip([0, 1], ratios):
@@ -160,7 +162,7 @@ def _alignment(r: dict, out_dir) -> plotting.FigureFile:
             aligned = r["aligned"][i] == j
             ax.text(j, i, f"{weights[i, j]:.2f}", ha="center", va="center", fontsize=9,
                     color="white" if weights[i, j] > 0.55 else "black", fontweight="bold" if aligned else "normal")
-    for i, total in enumerate(demo_data.row_sums(r)):
+    for i, total in enumerate(analysis_demos.row_sums(r)):
         ax.text(weights.shape[1] - 0.4, i, f"Σ = {total:.3f}", va="center", ha="left", fontsize=8)
     ax.set_xticks(range(len(r["source"])), r["source"])
     ax.set_yticks(range(len(r["target"])), r["target"])
@@ -179,7 +181,7 @@ def _alignment(r: dict, out_dir) -> plotting.FigureFile:
 
 def _quadratic(r: dict, out_dir) -> plotting.FigureFile:
     plt = plotting.plt
-    measured, extrapolated = demo_data.quadratic_rows(r)
+    measured, extrapolated = analysis_demos.quadratic_rows(r)
     fig, axes = plt.subplots(1, 2, figsize=(11.5, 4.6))
     ns = [row["n"] for row in r["rows"]]
     n_meas = [row["n"] for row in measured]
@@ -189,13 +191,14 @@ def _quadratic(r: dict, out_dir) -> plotting.FigureFile:
     tiled_marker = plotting.kernel_style(r["tiled_kernel"])["marker"]
 
     ax = axes[0]
-    ax.plot(grid, 4 * grid**2, color="0.35", linewidth=1, label="score matrix of one head, 4·n² bytes")
+    ax.plot(grid, analysis_memory.score_matrix_bytes(grid), color="0.35", linewidth=1,
+            label="score matrix of one head, 4·n² bytes")
     ax.plot(ns, [row["score_matrix_bytes"] for row in r["rows"]], "o", color="0.35", markersize=3)
     ax.plot(n_meas, [row["naive_scratch_bytes"] for row in measured], color=NAIVE, marker=naive_marker,
             markersize=5, label=f"{r['naive_kernel']} scratch, measured")
     ax.plot(n_meas, [row["tiled_scratch_bytes"] for row in measured], color=TILED, marker=tiled_marker,
             markersize=5, label=f"{r['tiled_kernel']} scratch, measured")
-    tiled_line = [demo_data.quadratic_tiled_bytes(r, n) for n in grid]
+    tiled_line = [analysis_demos.quadratic_tiled_bytes(r, n) for n in grid]
     ax.plot(grid, tiled_line, color=TILED, linestyle=(0, (4, 3)), linewidth=1,
             label=f"tiled fit {fmt.bytes_(r['tiled_bytes_fixed'])} + {fmt.bytes_(r['tiled_bytes_per_key'])} per key")
     for row in extrapolated:
@@ -218,7 +221,7 @@ def _quadratic(r: dict, out_dir) -> plotting.FigureFile:
             label=f"{r['naive_kernel']}, median of {r['reps']} calls")
     ax.plot(n_meas, [row["tiled_ms"] for row in measured], color=TILED, marker=tiled_marker, markersize=5,
             label=f"{r['tiled_kernel']}, one call")
-    ax.plot(grid, [demo_data.quadratic_time_ms(r, n) for n in grid], color=NAIVE, linestyle=(0, (4, 3)),
+    ax.plot(grid, [analysis_demos.quadratic_time_ms(r, n) for n in grid], color=NAIVE, linestyle=(0, (4, 3)),
             linewidth=1, label=f"naive fit t ∝ n^{r['time_exponent']:.2f}, extrapolated")
     for row in extrapolated:
         ax.plot([row["n"]], [row["naive_ms"]], "o", color=NAIVE, markerfacecolor="white", markersize=5)
@@ -278,8 +281,9 @@ def _uniform(r: dict, out_dir) -> plotting.FigureFile:
     for i, case in enumerate(cases):
         ax.bar(keys - 0.4 + key_width * (i + 0.5), case["weights"], key_width, color=colors[i],
                label=f"equal scores by {case['how']}")
-    ax.axhline(1.0 / r["n"], color="black", linestyle=":", linewidth=1)
-    ax.text(keys[-1] + 0.45, 1.0 / r["n"], f"1/n = {fmt.sig(1.0 / r['n'])}", va="bottom", fontsize=8)
+    weight = analysis_demos.uniform_weight(r)
+    ax.axhline(weight, color="black", linestyle=":", linewidth=1)
+    ax.text(keys[-1] + 0.45, weight, f"1/n = {fmt.sig(weight)}", va="bottom", fontsize=8)
     ax.set_xticks(keys, [f"key {k + 1}" for k in keys])
     ax.set_xlim(-0.6, keys[-1] + 1.3)
     ax.set_ylim(0, 2.2 / r["n"])
@@ -296,8 +300,8 @@ def _uniform(r: dict, out_dir) -> plotting.FigureFile:
     ax.axhline(0, color="black", linewidth=0.6)
     ax.set_xticks(dims, [f"component {d + 1}" for d in dims])
     ax.set_ylabel("output component (units of V)")
-    worst = max(case["max_difference"] for case in cases)
-    ax.set_title(f"(b) output against the mean: max |difference| = {worst:.2g}", fontsize=9)
+    ax.set_title(f"(b) output against the mean: max |difference| = {analysis_demos.uniform_output_error(r):.2g}",
+                 fontsize=9)
     ax.legend(loc="best", frameon=False)
     for ax in axes:
         ax.grid(axis="x", visible=False)

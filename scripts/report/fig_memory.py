@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import analysis
+import analysis_memory
 import formatting as fmt
 import plotting
 from loader import Table
@@ -17,13 +17,13 @@ TITLE = "Memory vs sequence length"
 def draw(table: Table, out_dir) -> plotting.FigureFile:
     plt = plotting.plt
     run = table.runs[0]
-    d = analysis.memory_d(table)
+    d = analysis_memory.memory_d(table)
     fig, ax = plt.subplots(figsize=(8.5, 5.6))
-    curves = analysis.memory_curves(table, d) if d is not None else []
+    curves = analysis_memory.memory_curves(table, d) if d is not None else []
     if not curves:
         plotting.no_data(ax)
         return plotting.save(fig, out_dir, STEM, TITLE)
-    n_end = analysis.EXTRAPOLATE_N
+    n_end = analysis_memory.EXTRAPOLATE_N
     n_min = min(float(c.n.min()) for c in curves)
     for c in curves:
         style = {"color": "#ff7f0e" if c.kernel.startswith("naive") else "#1f77b4",
@@ -38,14 +38,16 @@ def draw(table: Table, out_dir) -> plotting.FigureFile:
             ext = np.geomspace(c.n.max(), n_end, 40)
             ax.plot(ext, c.model.predict(ext), color=style["color"], linestyle=(0, (4, 3)), linewidth=1, alpha=0.8,
                     label=f"{c.kernel.split('/')[0]} scratch model {c.model.describe('B')}, extrapolated")
-            end = float(c.model.predict(n_end))
+            end = c.extrapolated(n_end)
             ax.annotate(f"{fmt.bytes_(end)}", xy=(n_end, end), xytext=(6, 0), textcoords="offset points",
                         color=style["color"], fontsize=8, va="center")
     # the analytic score matrix, what the naive kernel must hold: 4 n^2 bytes
     grid = np.geomspace(n_min, n_end, 60)
-    ax.plot(grid, 4 * grid**2, color="0.35", linewidth=1, label="one head's fp32 score matrix, 4·n² bytes")
-    ax.plot([n_end], [4.0 * n_end**2], "o", color="0.35")
-    ax.annotate(f"n = {fmt.count(n_end)}: {fmt.bytes_(4.0 * n_end**2)}", xy=(n_end, 4.0 * n_end**2), xytext=(-8, 6),
+    ax.plot(grid, analysis_memory.score_matrix_bytes(grid), color="0.35", linewidth=1,
+            label="one head's fp32 score matrix, 4·n² bytes")
+    scores_end = analysis_memory.score_matrix_bytes(n_end)
+    ax.plot([n_end], [scores_end], "o", color="0.35")
+    ax.annotate(f"n = {fmt.count(n_end)}: {fmt.bytes_(scores_end)}", xy=(n_end, scores_end), xytext=(-8, 6),
                 textcoords="offset points", ha="right", fontsize=8.5, color="0.2")
     if run.memory_bytes:
         ax.axhline(run.memory_bytes, color="black", linewidth=1.4)
@@ -56,7 +58,7 @@ def draw(table: Table, out_dir) -> plotting.FigureFile:
                 f" naive memory budget (half of RAM): {fmt.bytes_(run.naive_memory_budget_bytes)}", va="top", fontsize=8)
     ax.axvline(n_end, color="0.6", linewidth=0.8, linestyle="--")
     ax.set_yscale("log")
-    measured_n = sorted({int(v) for c in curves for v in c.n})
+    measured_n = analysis_memory.measured_lengths(curves)
     plotting.log_n_axis(ax, measured_n + [n_end])
     ax.set_xlim(n_min / 1.4, n_end * 4)
     plotting.bytes_axis(ax.yaxis)

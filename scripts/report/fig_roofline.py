@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 import analysis
+import analysis_throughput
 import formatting as fmt
 import plotting
 from loader import Table
@@ -29,19 +30,19 @@ def draw(table: Table, out_dir) -> plotting.FigureFile:
     for col, t in enumerate(threads):
         ax = axes[0][col]
         rows = data.where(threads=t)
-        intensity = np.array([analysis.arithmetic_intensity(r) for r in rows])
+        intensity = np.array([analysis_throughput.arithmetic_intensity(r) for r in rows])
         if not len(intensity):
             plotting.no_data(ax)
             continue
         for kernel in kernels:
             mine = rows.where(kernel=kernel)
-            x = [analysis.arithmetic_intensity(r) for r in mine]
+            x = [analysis_throughput.arithmetic_intensity(r) for r in mine]
             y = [r.gflops_median for r in mine]
             sizes = [14 + 10 * math.log2(r.n / n_min) for r in mine]
             style = plotting.kernel_style(kernel)
             ax.scatter(x, y, s=sizes, color=style["color"], marker=style["marker"], alpha=0.8,
                        edgecolors="black" if kernel.startswith("naive") else "none", linewidths=0.4)
-        peak, bandwidth, ridge = run.fma_peak_gflops(t), run.triad_gbs(t), analysis.ridge(run, t)
+        peak, bandwidth, ridge = run.fma_peak_gflops(t), run.triad_gbs(t), analysis_throughput.ridge(run, t)
         x_low = min(float(np.nanmin(intensity)) / 2, ridge / 4 if ridge else math.inf)
         x_high = float(np.nanmax(intensity)) * 2
         grid = np.geomspace(x_low, x_high, 200)

@@ -1,4 +1,5 @@
-"""How numbers read in the report's text and tables: decimal units, a few significant digits."""
+"""How numbers and names read in the report's text and tables: decimal units, a few significant
+digits, kernel names as code."""
 from __future__ import annotations
 
 import math
@@ -39,6 +40,16 @@ def pct(x: float, digits: int = 1) -> str:
 
 def ratio(x: float) -> str:
     return "n/a" if x is None or not math.isfinite(x) else f"{sig(x)}x"
+
+
+def code(text) -> str:
+    """A kernel name, context value or file name as inline code: `tiled/simd/avx2`."""
+    return f"`{text}`"
+
+
+def threads(t: int, all_threads: int) -> str:
+    """ "1 thread", "4 threads", "8 threads (all)" when t is the run's all-cores count."""
+    return "1 thread" if t == 1 else f"{t} threads" + (" (all)" if t == all_threads else "")
 
 
 def count(n: float) -> str:

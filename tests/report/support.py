@@ -102,3 +102,18 @@ def write_results(folder: Path, benchmarks: list, context: dict | None = None) -
     path.write_text(json.dumps({"context": context or {"host_name": "synthetic", "num_cpus": 2},
                                 "benchmarks": benchmarks}), encoding="utf-8")
     return path
+
+
+def load_points(points, context: dict | None = None, cv: float = 0.01):
+    """A loaded table of hand-made points: [(benchmark name, median ms, {counter: value})], each as
+    three repetitions whose real time has the given coefficient of variation (or [(name, ms,
+    counters, cv)] for a CV per point)."""
+    import loader
+
+    benchmarks = []
+    for point in points:
+        name, ms, counters = point[:3]
+        spread = point[3] if len(point) > 3 else cv
+        benchmarks += benchmark_entries(name, [ms * (1 - spread), ms, ms * (1 + spread)], counters=counters)
+    folder = Path(tempfile.mkdtemp(prefix="attnbench-points-", dir=output_root()))
+    return loader.load([write_results(folder, benchmarks, context)])

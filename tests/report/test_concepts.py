@@ -1,6 +1,6 @@
 """The Concepts section: demos.json (`attnbench demo all --json`, tests/fixtures/demos.json is one
-real file) read by demos.py, drawn by fig_concepts.py and written up by narrative.py, only when the
-file lies next to the run's results.json."""
+real file) read by demos.py, drawn by fig_concepts.py and written up by narrative_concepts.py, only when
+the file lies next to the run's results.json (the derived numbers: test_analysis_demos.py)."""
 from __future__ import annotations
 
 import io
@@ -12,6 +12,7 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
 import support
+import analysis_demos
 import demos
 import fig_concepts
 import formatting as fmt
@@ -53,21 +54,8 @@ class Loader(unittest.TestCase):
         self.assertTrue(all(math.isinf(x) and x > 0 for x in softmax["naive_exp"]))
         self.assertTrue(math.isinf(softmax["naive_sum"]))
         self.assertTrue(all(math.isnan(x) for x in softmax["naive_weights"]))
-        self.assertTrue(demos.finite(softmax["stable_weights"]))
+        self.assertTrue(analysis_demos.finite(softmax["stable_weights"]))
         self.assertEqual(self.data["alignment"]["source"], ["le", "chat", "noir"])  # words stay words
-
-    def test_derived_numbers(self):
-        hi, lo, predicted = demos.sharpening(self.data["softmax"])
-        self.assertAlmostEqual(predicted, self.data["softmax"]["weight_ratio"], places=4)
-        for total in demos.row_sums(self.data["alignment"]):
-            self.assertAlmostEqual(total, 1.0, places=5)
-        self.assertTrue(demos.crossing(self.data["alignment"]))
-        q = self.data["quadratic"]
-        measured, extrapolated = demos.quadratic_rows(q)
-        self.assertEqual([r["n"] for r in extrapolated], [128000])
-        self.assertAlmostEqual(demos.quadratic_time_ms(q, 128000) / extrapolated[0]["naive_ms"], 1.0, places=6)
-        self.assertAlmostEqual(demos.quadratic_tiled_bytes(q, 128000), extrapolated[0]["tiled_scratch_bytes"], delta=1)
-        self.assertLess(demos.uniform_weight_error(self.data["uniform"]), 1e-6)
 
     def test_a_subset_of_demos_loads(self):
         folder = support.output_root() / "demos-subset"
@@ -153,7 +141,7 @@ class WithDemos(unittest.TestCase):
         for i, j in enumerate(alignment["aligned"]):
             self.assertIn(f"{alignment['target'][i]} → {alignment['source'][j]} ({alignment['weights'][i][j]:.2f})", s)
         q = d["quadratic"]
-        (end,) = demos.quadratic_rows(q)[1]
+        (end,) = analysis_demos.quadratic_rows(q)[1]
         self.assertIn(f"grows as n^{q['time_exponent']:.2f}", s)
         self.assertIn(f"score matrix is {fmt.bytes_(end['score_matrix_bytes'])}", s)
         self.assertIn("65.5 GB", s)

@@ -1,0 +1,145 @@
+"""Numbers derived from the demos (demos.load's dicts, one per demo of `attnbench demo all`) that the
+Concepts figures (fig_concepts.py) and text (narrative_concepts.py) share, so they agree. The
+demos' own measurements are read as they are; what is computed from them is computed here."""
+from __future__ import annotations
+
+import math
+
+
+def finite(values) -> bool:
+    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
+
+
+def max_abs_difference(a, b) -> float:
+    return max(abs(x - y) for x, y in zip(a, b))
+
+
+# --- softmax ------------------------------------------------------------------------------------
+
+def naive_overflowed(softmax: dict) -> bool:
+    """True when exp / sum as written gave a non-finite weight on the large logits (exp(1000) is inf
+    in float32, and inf / inf is NaN)."""
+    return not finite(softmax["naive_weights"])
+
+
+def shift_invariance_error(softmax: dict) -> float:
+    """max |stable weights of the large logits - stable weights of the small ones|: 0 when the
+    kernel's subtract-the-max makes softmax depend only on the differences of the scores."""
+    return max_abs_difference(softmax["stable_weights"], softmax["stable_small_weights"])
+
+
+def logit_shift(softmax: dict) -> float | None:
+    """The one constant c with large_logits = small_logits + c, or None when they differ otherwise."""
+    shifts = {a - b for a, b in zip(softmax["large_logits"], softmax["small_logits"])}
+    return next(iter(shifts)) if len(shifts) == 1 else None
+
+
+def sharpening(softmax: dict) -> tuple:
+    """The worked example's first and third logits (2.1, 1.3) and exp of their difference, which the
+    weight ratio equals: (score_hi, score_lo, exp(score_hi - score_lo))."""
+    hi, lo = softmax["worked_logits"][0], softmax["worked_logits"][2]
+    return hi, lo, math.exp(hi - lo)
+
+
+# --- bottleneck ---------------------------------------------------------------------------------
+
+def attention_wins(bottleneck: dict) -> int:
+    """At how many lengths attention retrieves v_p with a smaller error than the mean-pooled summary."""
+    return sum(row["attention_error"] < row["mean_pooled_error"] for row in bottleneck["rows"])
+
+
+def pooled_over_attention(row: dict) -> float:
+    """How many times smaller attention's retrieval error is than the summary's, at one length."""
+    return row["mean_pooled_error"] / row["attention_error"]
+
+
+# --- alignment ----------------------------------------------------------------------------------
+
+def row_sums(alignment: dict) -> list:
+    return [math.fsum(row) for row in alignment["weights"]]
+
+
+def row_sum_error(alignment: dict) -> float:
+    """max |row sum - 1| over the weight rows: each is a softmax, so only rounding is left."""
+    return max(abs(total - 1) for total in row_sums(alignment))
+
+
+def first_crossing(alignment: dict) -> tuple | None:
+    """The first pair of target words (i, k), i < k, where word k reads an earlier source word than
+    word i does (the alignment crosses), or None when it is monotone."""
+    aligned = alignment["aligned"]
+    for i in range(len(aligned)):
+        for k in range(i + 1, len(aligned)):
+            if aligned[k] < aligned[i]:
+                return i, k
+    return None
+
+
+def crossing(alignment: dict) -> bool:
+    """True when the alignment is not monotone (a target word further on reads an earlier source word)."""
+    return first_crossing(alignment) is not None
+
+
+# --- quadratic ----------------------------------------------------------------------------------
+
+def quadratic_rows(quadratic: dict) -> tuple:
+    """(measured rows, extrapolated rows)."""
+    rows = quadratic["rows"]
+    return [r for r in rows if r["measured"]], [r for r in rows if not r["measured"]]
+
+
+def quadratic_time_ms(quadratic: dict, n) -> float:
+    """The demo's fit of the naive kernel's time: ln ms = a + b ln n."""
+    return math.exp(quadratic["time_log_intercept"] + quadratic["time_exponent"] * math.log(n))
+
+
+def quadratic_tiled_bytes(quadratic: dict, n) -> float:
+    """The demo's line through the tiled kernel's measured scratch: fixed + per key * n."""
+    return quadratic["tiled_bytes_fixed"] + quadratic["tiled_bytes_per_key"] * n
+
+
+def per_key_is_packed_kv(quadratic: dict) -> bool:
+    """True when the tiled scratch's bytes per key are exactly one packed key row and one value row:
+    2 * d floats of 4 bytes."""
+    return quadratic["tiled_bytes_per_key"] == 2 * quadratic["head_dim"] * 4
+
+
+def tiled_time_share(row: dict) -> float:
+    """The tiled kernel's time as a multiple of the naive kernel's at one measured length."""
+    return row["tiled_ms"] / row["naive_ms"]
+
+
+def budget_share(quadratic: dict, row: dict) -> float | None:
+    """One head's score matrix at this length as a multiple of the naive kernels' memory budget
+    (None when the run recorded no budget)."""
+    budget = quadratic["memory_budget_bytes"]
+    return row["score_matrix_bytes"] / budget if budget else None
+
+
+def over_budget(quadratic: dict, row: dict) -> bool:
+    """True when the naive kernels would refuse this length: its score matrix exceeds their budget."""
+    budget = quadratic["memory_budget_bytes"]
+    return bool(budget) and row["score_matrix_bytes"] > budget
+
+
+def tiled_saving(row: dict) -> float:
+    """How many times smaller the tiled kernel's scratch is than the score matrix alone."""
+    return row["score_matrix_bytes"] / row["tiled_scratch_bytes"]
+
+
+# --- uniform ------------------------------------------------------------------------------------
+
+def uniform_weight(uniform: dict) -> float:
+    """The weight every key gets when all scores of a row are equal: 1/n."""
+    return 1.0 / uniform["n"]
+
+
+def uniform_weight_error(uniform: dict) -> float:
+    """max |weight - 1/n| over every case."""
+    expected = uniform_weight(uniform)
+    return max(abs(w - expected) for case in uniform["cases"] for w in case["weights"])
+
+
+def uniform_output_error(uniform: dict) -> float:
+    """max |output - mean of the values| over every case (the demo's max_difference per case)."""
+    return max(case["max_difference"] for case in uniform["cases"])

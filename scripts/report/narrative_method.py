@@ -1,0 +1,69 @@
+"""How far to trust the numbers and how they are made: noise, skipped points, method."""
+from __future__ import annotations
+
+import analysis
+import formatting as fmt
+from document import Bullets, Document, Paragraph, Table
+from loader import Table as Points
+
+
+# --- noise and skipped --------------------------------------------------------------------------
+
+def noise(doc: Document, table: Points) -> None:
+    s = doc.section("Noise")
+    spread = analysis.cv_spread(table)
+    noisy = analysis.noisy(table)
+    text = ("Each point is repeated (Google Benchmark repetitions) and its coefficient of variation (CV = standard "
+            "deviation / mean of the real time across repetitions) measures the noise.")
+    if spread is not None:
+        text += (f" Over the {spread.count} measured points the median CV is {fmt.pct(100 * spread.median, 2)} and "
+                 f"the largest {fmt.pct(100 * spread.largest, 1)}; {len(noisy)} are above "
+                 f"{fmt.pct(100 * analysis.CV_FLAG, 0)} and flagged below.")
+    once, repetitions = analysis.one_call_points(table)
+    if once:
+        text += (f" {len(once)} points run one call per repetition (`iterations:1` in the name, a long call), so "
+                 f"their CV rests on only {' or '.join(str(v) for v in repetitions)} calls.")
+    s.add(Paragraph(text))
+    if noisy:
+        rows = [[fmt.code(r.kernel), r.shape, str(r.d), str(r.threads), "yes" if r.causal else "no",
+                 fmt.pct(100 * r.time_ms_cv), str(r.repetitions), fmt.ms(r.time_ms_median)] for r in noisy]
+        s.add(Table(["kernel", "shape", "d", "threads", "causal", "CV of time", "repetitions", "median time"], rows,
+                    align="llrrlrrr",
+                    caption=f"Points with CV above {fmt.pct(100 * analysis.CV_FLAG, 0)}:"))
+
+
+def skipped(doc: Document, table: Points) -> None:
+    s = doc.section("Skipped points")
+    skipped = analysis.skipped_points(table)
+    if not skipped:
+        s.add(Paragraph("No point was skipped."))
+        return
+    kinds = analysis.skip_reasons(table)
+    s.add(Paragraph(
+        f"{len(skipped)} points were not measured; the benchmark records each with its reason (one error entry "
+        f"per repetition in the JSON) instead of leaving it out silently: "
+        + "; ".join(f"{len(rows)} × “{rows[0].skip_reason if len(rows) == 1 else kind.replace('#', '…')}”"
+                    for kind, rows in kinds.items()) + "."))
+    rows = [[fmt.code(r.kernel), r.shape, str(r.d), str(r.threads), "yes" if r.causal else "no", r.skip_reason]
+            for r in skipped]
+    s.add(Table(["kernel", "shape", "d", "threads", "causal", "reason"], rows, align="llrrll"))
+
+
+def method(doc: Document, table: Points) -> None:
+    s = doc.section("How the numbers are made")
+    run = table.runs[0]
+    s.add(Bullets([
+        "Each point is one head, q_len = kv_len = n, fp32, the inputs made and touched once outside the timed loop; "
+        "times are Google Benchmark's real time per call, median over the repetitions.",
+        "GFLOP/s = 4 × scored query-key pairs × d / time (pairs = n², or n(n+1)/2 when causal): the two matrix "
+        "products' multiply-adds, not the softmax; `pct_peak` divides it by the measured FMA peak of that thread count.",
+        "`scratch_bytes` is the kernel's measured workspace peak (packed K and V included, summed over worker "
+        "threads); `score_matrix_bytes` = 4n²; `rss_peak_bytes` is the process's resident high-water mark; "
+        "`bytes_moved` is the compulsory-traffic model of the roofline.",
+        "Exponents and slopes are ordinary least squares of ln y on ln n (`scripts/report/fit.py`); memory "
+        "extrapolations are least squares of bytes on n² and n (naive) or n and 1 (tiled), non-negative terms.",
+        f"The machine's ceilings are measured by the same program before the matrix: an FMA loop over "
+        f"independent accumulators and a STREAM-like triad, on 1 and {analysis.threads_all(table)} threads.",
+        f"Source: `{run.path.name}` ({run.label}); the figures are written next to it as PNG (for this Markdown) and SVG "
+        f"(inlined in report.html).",
+    ]))
