@@ -59,10 +59,13 @@ struct Tensors {
 // min(kv_len, max(0, row + 1 + kv_len - q_len)).
 constexpr std::size_t visible_keys(const Shape& shape, bool causal, std::size_t row) {
   if (!causal) return shape.kv_len;
-  const std::size_t seen =
-      row + 1 + shape.kv_len;  // no overflow: validated sizes are far below 2^63
-  if (seen <= shape.q_len) return 0;
-  return seen - shape.q_len < shape.kv_len ? seen - shape.q_len : shape.kv_len;
+  // No overflow: validated sizes are far below 2^63.
+  const std::size_t seen = row + 1 + shape.kv_len;
+  // One expression: written as two returns, GCC 12 spills the scalar tiled kernel's pointers to
+  // the stack inside its inner loops, where this function is inlined.
+  return seen <= shape.q_len
+             ? 0
+             : (seen - shape.q_len < shape.kv_len ? seen - shape.q_len : shape.kv_len);
 }
 
 // Query-key pairs a call scores over every (batch, query head): q_len x kv_len, or under the
