@@ -14,6 +14,7 @@ packages=(
   libbenchmark-dev libbenchmark-tools  # benchmarks (Google Benchmark 1.7.1, compare.py)
   libopenblas-dev                    # the OpenBLAS baseline
   libcli11-dev nlohmann-json3-dev    # command line, JSON
+  pybind11-dev python3-dev           # the Python module (python/)
   python3-numpy python3-matplotlib python3-jinja2  # tests' .npy files, reports
   chromium                           # the report test opens report.html headless
 )
