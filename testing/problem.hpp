@@ -18,7 +18,7 @@ struct Problem {
   std::vector<float> q, k, v;
 
   // Zero Q, K and V of the shape.
-  Problem(const Shape& s = {}, const Options& o = {})
+  explicit Problem(const Shape& s = {}, const Options& o = {})
       : shape(s), options(o), q(s.q_elements()), k(s.kv_elements()), v(s.kv_elements()) {}
 
   ProblemView view() const { return {shape, options, q.data(), k.data(), v.data()}; }
