@@ -482,9 +482,14 @@ void register_contenders(const std::string& preset_name, std::size_t all_threads
       }
       auto* b = benchmark::RegisterBenchmark(name.c_str(), run_contender, c.get(), p, skip, call);
       b->UseRealTime()->Unit(benchmark::kMillisecond)->Repetitions(preset->repetitions);
-      b->MinTime(preset->min_time);
       b->ReportAggregatesOnly(true);
-      if (call > preset->min_time) b->Iterations(1);
+      // One call per repetition when a call outlasts the minimum time (Google Benchmark refuses
+      // both an iteration count and a minimum time on one benchmark).
+      if (call > preset->min_time) {
+        b->Iterations(1);
+      } else {
+        b->MinTime(preset->min_time);
+      }
       const double per_rep = skip.empty() ? std::max(call, preset->min_time) : 0;
       g_predicted[name] =
           skip.empty() ? (per_rep + (call < 0.5 ? call : 0)) * preset->repetitions : 0;
