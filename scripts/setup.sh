@@ -13,6 +13,8 @@ packages=(
   libgtest-dev                       # tests (GoogleTest 1.12)
   libbenchmark-dev libbenchmark-tools  # benchmarks (Google Benchmark 1.7.1, compare.py)
   libopenblas-dev                    # the OpenBLAS baseline
+  libdnnl-dev                        # contender: oneDNN 2.6 (bench/contender_onednn.cpp)
+  python3-torch                      # contender: PyTorch 1.13 (scripts/contenders.py)
   libcli11-dev nlohmann-json3-dev    # command line, JSON
   pybind11-dev python3-dev           # the Python module (python/)
   python3-numpy python3-matplotlib python3-jinja2  # tests' .npy files, reports

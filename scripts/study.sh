@@ -3,7 +3,8 @@
 #   scripts/study.sh [--preset quick|full] [--out DIR] [--filter REGEX] [-- google-benchmark flags]
 # quick: the CI preset (a few minutes on 2 cores); full: the workstation study.
 # Results: Google Benchmark's JSON in DIR/results.json (default reports/runs/<date>-<host>/), so
-# two runs compare with compare.py (see README); the report is written next to it.
+# two runs compare with compare.py (see README), the contenders' windows in DIR/contenders.json and
+# DIR/python_contenders.json; the report is written next to them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,7 +26,7 @@ out="${out:-reports/runs/$(date +%Y-%m-%d)-$(hostname -s)-$preset}"
 
 scripts/setup.sh --check >/dev/null || scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$(nproc)" --target attnbench_bench attnbench_cli
+cmake --build build -j "$(nproc)" --target attnbench_bench attnbench_cli attnbench_capi
 
 mkdir -p "$out"
 echo "study: preset $preset, $(nproc) cores, results in $out/results.json"
@@ -36,6 +37,19 @@ build/bin/attnbench_bench --preset="$preset" \
   --benchmark_out="$out/results.json" --benchmark_out_format=json \
   "${extra[@]}" | tee "$out/console.txt"
 echo "study: benchmark took $(( $(date +%s) - start )) s"
+# The contenders' windows: the C++ contenders (attnbench's kernels, oneDNN) with Google Benchmark's
+# repetitions interleaved at random across all of them, then NumPy and PyTorch beside tiled/simd in
+# alternating rounds in one Python process. Ratios are read within a window, never across.
+start=$(date +%s)
+build/bin/attnbench_bench --preset="$preset" --contenders \
+  ${filter:+--benchmark_filter="$filter"} \
+  --benchmark_enable_random_interleaving=true \
+  --benchmark_report_aggregates_only=true \
+  --benchmark_out="$out/contenders.json" --benchmark_out_format=json \
+  "${extra[@]}" | tee "$out/contenders_console.txt"
+/usr/bin/python3 scripts/contenders.py --preset "$preset" --lib build/lib/libattnbench_capi.so \
+  --out "$out/python_contenders.json" ${filter:+--filter "$filter"}
+echo "study: contenders took $(( $(date +%s) - start )) s"
 build/bin/attnbench demo all --json "$out/demos.json"
 
 if [[ -f scripts/report/report.py ]]; then

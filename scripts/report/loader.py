@@ -33,10 +33,12 @@ COUNTERS = {
     "score_matrix_bytes": "score_matrix_bytes",
     "bytes_moved": "bytes_moved",
     "flops_per_call": "flops_per_call",
+    "oracle_error_ratio": "oracle_error_ratio",  # the contenders' windows: worst |error| / bound
 }
 MEASURES = ("time_ms",) + tuple(COUNTERS.values())
 STATS = ("median", "mean", "cv")
 
+_STATUSES = ("skipped", "missing", "unsupported", "failed")
 _TIME_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 _AGGREGATE_SUFFIX = re.compile(r"_(mean|median|stddev|cv)$")
 # Order of kernels in every table and legend: strategy, then backend from fastest to plainest.
@@ -155,6 +157,13 @@ class Record:
     flops_per_call_median: float
     flops_per_call_mean: float
     flops_per_call_cv: float
+    oracle_error_ratio_median: float = math.nan
+    oracle_error_ratio_mean: float = math.nan
+    oracle_error_ratio_cv: float = math.nan
+    # "measured", or why not, from the error message's first word: "skipped" (budget), "missing"
+    # (library absent), "unsupported" (the point), "failed" (the oracle check or an error)
+    status: str = "measured"
+    window: str = "matrix"  # the JSON's attnbench_window: "matrix", "contenders" or "python"
 
     @property
     def point(self) -> tuple:
@@ -300,16 +309,22 @@ def _records_of(run: Run, benchmarks: list) -> list:
                       if e.get("run_type") == "aggregate" and not e.get("error_occurred")}
         repetitions = [e for e in entries if e.get("run_type") != "aggregate" and not e.get("error_occurred")]
         skipped = not aggregates and not repetitions
+        status = "measured"
         if skipped:
             message = errors[0].get("error_message", "") if errors else "no measurement in the JSON"
-            reason = message[len("skipped: "):] if message.startswith("skipped: ") else message
+            status, _, rest = message.partition(": ")
+            if status in _STATUSES and rest:
+                reason = rest if status == "skipped" else message
+            else:
+                status, reason = "skipped", message
             stats = {f"{m}_{s}": math.nan for m in MEASURES for s in STATS}
         else:
             reason = ""
             stats = _stats_from_aggregates(aggregates) if "median" in aggregates else _stats_from_repetitions(repetitions)
         count = int(entries[0].get("repetitions", len(repetitions) or len(errors) or 1))
         records.append(Record(run=run.index, name=name, repetitions=count, skipped=skipped,
-                              skip_reason=reason, **columns, **stats))
+                              skip_reason=reason, status=status,
+                              window=str(run.context.get("attnbench_window", "matrix")), **columns, **stats))
     return records
 
 
@@ -332,6 +347,62 @@ def load(paths: Iterable[str | Path]) -> "Table":
     if not runs:
         raise ValueError("no results given")
     return Table(records, runs)
+
+
+# The contenders' windows a study writes next to results.json (scripts/study.sh).
+WINDOW_FILES = ("contenders.json", "python_contenders.json")
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One contender as its window's JSON context describes it ("contender <name>")."""
+
+    name: str
+    role: str  # "attnbench", "baseline" or "peer"
+    library: str
+    version: str
+    threading: str
+    fused: bool
+    how: str
+
+
+@dataclass
+class Window:
+    """One comparison window: its points (whose repetitions were interleaved), its contenders and
+    its context."""
+
+    name: str  # "contenders" or "python"
+    path: Path
+    context: dict
+    table: "Table"
+    contenders: dict  # name -> Contender
+
+    def role(self, name: str) -> str:
+        c = self.contenders.get(name)
+        return c.role if c else ""
+
+
+def load_windows(run: Run) -> list:
+    """The contenders' windows next to a run's results.json (none if the files are absent)."""
+    windows = []
+    for file in WINDOW_FILES:
+        path = run.path.parent / file
+        if not path.is_file():
+            continue
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        context = data.get("context", {})
+        window_run = Run(index=run.index, label=run.label, path=path, context=context)
+        contenders = {}
+        for key, value in context.items():
+            if key.startswith("contender "):
+                d = json.loads(value)
+                name = key.split(" ", 1)[1]
+                contenders[name] = Contender(name, d.get("role", ""), d.get("library", ""), d.get("version", ""),
+                                             d.get("threading", ""), bool(d.get("fused")), d.get("how", ""))
+        table = Table(_records_of(window_run, data.get("benchmarks", [])), [window_run])
+        windows.append(Window(str(context.get("attnbench_window", path.stem)), path, context, table, contenders))
+    return windows
 
 
 @dataclass

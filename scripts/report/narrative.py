@@ -13,6 +13,7 @@ from __future__ import annotations
 import analysis
 import demos as demo_data
 import narrative_concepts
+import narrative_contenders
 import narrative_method
 import narrative_overview
 import narrative_shapes
@@ -22,9 +23,10 @@ from document import Document, Paragraph
 from loader import Table as Points
 
 
-def build(table: Points, figures: dict, demos: dict | None = None) -> Document:
+def build(table: Points, figures: dict, demos: dict | None = None, windows: list | None = None) -> Document:
     """figures: {stem: FigureFile} as written by the fig_* modules; demos: demos.load()'s numbers
-    (their figures in `figures` too) for the Concepts section, or None to leave it out."""
+    (their figures in `figures` too) for the Concepts section, or None to leave it out; windows: the
+    contenders' windows (loader.load_windows) for "Against the alternatives" and the headline."""
     run = table.runs[0]
     ctx = run.context
     all_threads = analysis.threads_all(table)
@@ -39,6 +41,13 @@ def build(table: Points, figures: dict, demos: dict | None = None) -> Document:
                   + (f", those of the Concepts section from `{demo_data.FILE_NAME}` next to it." if demos else ".")),
     )
     narrative_overview.summary(doc, matrix, table, all_threads)
+    headline = narrative_contenders.headline(windows or [])
+    if headline:  # the summary's headline: the lead over the strongest peer, not over our own baseline
+        summary = doc.sections[-1]
+        if summary.blocks and summary.blocks[0].kind == "bullets":
+            summary.blocks[0].items.insert(0, headline)
+        else:
+            summary.add(Paragraph(headline))
     narrative_overview.machine(doc, table)
     if demos:
         narrative_concepts.concepts(doc, demos, figures)
@@ -56,6 +65,7 @@ def build(table: Points, figures: dict, demos: dict | None = None) -> Document:
         doc.section("The n × d matrix").add(Paragraph(
             "This run measured no square one-head point (`n:` in the name), so there are no curves against n, "
             "no figures and no fits; the points it has are listed below."))
+    narrative_contenders.section(doc, windows or [], figures)
     narrative_shapes.decode_and_gqa(doc, table, all_threads)
     narrative_method.noise(doc, table)
     narrative_method.skipped(doc, table)

@@ -5,7 +5,8 @@
 
 One run: report.md (GitHub Markdown, figures as PNG links), report.html (one self-contained page,
 figures inlined as SVG) and the figures fig1..fig7 as PNG and SVG, written next to the JSON (or
-into DIR); when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
+into DIR); with the contenders' windows next to it (contenders.json, python_contenders.json), the
+section "Against the alternatives" and its figure fig8_contenders; when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
 section too, with its figures concepts_*. Several runs: a side-by-side comparison of machines or
 commits (GFLOP/s at the points the runs share, with ratios, and figures overlaying the runs),
 written to a compare-* folder in the first run's folder (or into DIR). Run with Debian's /usr/bin/python3 (matplotlib, numpy, jinja2).
@@ -23,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compare  # noqa: E402
 import demos  # noqa: E402
 import fig_concepts  # noqa: E402
+import fig_contenders  # noqa: E402
 import fig_gflops  # noqa: E402
 import fig_heatmap  # noqa: E402
 import fig_memory  # noqa: E402
@@ -49,7 +51,11 @@ def single_report(table: loader.Table, out_dir: Path) -> list:
     concepts = load_demos(table.runs[0].path)
     if concepts:  # the Concepts section: the demos' figures, when demos.json lies next to the JSON
         figures.update({f.stem: f for f in fig_concepts.draw(concepts, out_dir).values()})
-    document = narrative.build(table, figures, concepts)
+    windows = loader.load_windows(table.runs[0])  # contenders.json, python_contenders.json next to it
+    if any(len(w.table.measured()) for w in windows):
+        written = fig_contenders.draw(windows, table.runs[0], out_dir)
+        figures[written.stem] = written
+    document = narrative.build(table, figures, concepts, windows)
     md = render.write_markdown(document, out_dir)
     page = render.write_html(document, out_dir)
     return [md, page] + [f for fig in figures.values() for f in (fig.png, fig.svg)]

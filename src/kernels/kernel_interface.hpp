@@ -121,6 +121,9 @@ struct SimdTable {
   KernelCode naive;
   KernelCode tiled;
   void (*exp)(const float* x, float* y, std::size_t n);  // the kernels' vector exp, for its tests
+  // One score row in place: s = s * scale, then softmax over its `count` elements (max
+  // subtracted, that exp); returns the row sum l (0 means a zero row). For naive/openblas.
+  float (*softmax_row)(float* s, std::size_t count, float scale);
 };
 
 // The descriptors, one per kernel file.

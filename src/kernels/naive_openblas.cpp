@@ -1,11 +1,11 @@
 // naive/openblas: the baseline, what a NumPy user on Debian gets. The three naive steps with
 // OpenBLAS's cblas_sgemm for both products:
-//   S = scale * Q K^T (sgemm), softmax of each row in place, O = P V (sgemm).
+//   S = scale * Q K^T (sgemm), softmax of each row in place (the SIMD kernels' vector exp),
+//   O = P V (sgemm).
 // OpenBLAS runs single-threaded inside each call; attnbench's driver supplies the threads, as it
 // does for every kernel, so threads never oversubscribe the cores.
 #include <cblas.h>
 
-#include <cmath>
 #include <mutex>
 
 #include "kernels/common.hpp"
@@ -19,6 +19,14 @@ namespace {
 // block) go through sgemv, so that no row multiplies a key it does not see (a masked key's V may
 // hold NaN, and 0 * NaN is NaN).
 constexpr std::size_t kBlendRows = kRowsPerTask;
+
+// The softmax row of the widest SIMD table this CPU supports (dispatch by its ISA field).
+auto widest_softmax_row() {
+  for (const SimdTable* table : simd_tables()) {
+    if (cpu_supports(table->isa)) return table->softmax_row;
+  }
+  return simd_sse4_2.softmax_row;  // x86-64 without SSE4.2: not a machine this study targets
+}
 
 void naive_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
   static std::once_flag single_threaded;
@@ -42,24 +50,12 @@ void naive_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
                 head.q + (rows.begin + r0) * d, int(d), head.k, int(d), 0.0f, S + r0 * n, int(n));
   }
 
-  // Pass 2, normalise each row over its visible keys: S *= scale, P = exp(S - m) / l.
+  // Pass 2, normalise each row over its visible keys: S *= scale, P = exp(S - m) / l, with the
+  // SIMD kernels' vector exp (the widest ISA this CPU has), as NumPy's exp is vectorised too.
+  const auto softmax_row = widest_softmax_row();
   for (std::size_t r = 0; r < row_count; ++r) {
-    float* s = S + r * n;
-    const std::size_t visible = head.visible_keys(rows.begin + r);
-    float m = kMinusInf;
-    for (std::size_t j = 0; j < visible; ++j) {
-      s[j] *= head.scale;
-      m = s[j] > m ? s[j] : m;
-    }
-    const float m_ref = max_reference(m);
-    float l = 0.0f;
-    for (std::size_t j = 0; j < visible; ++j) {
-      s[j] = std::exp(s[j] - m_ref);
-      l += s[j];
-    }
-    const float inv_l = inverse_sum(l);
-    for (std::size_t j = 0; j < visible; ++j) s[j] *= inv_l;
-    keys[r] = l == 0.0f ? 0 : visible;
+    const float l = softmax_row(S + r * n, head.visible_keys(rows.begin + r), head.scale);
+    keys[r] = l == 0.0f ? 0 : head.visible_keys(rows.begin + r);
   }
 
   // Pass 3, blend: O = P V, block by block of rows over the keys all of them blend, then tails.

@@ -324,6 +324,48 @@ struct Simd {
     return hsum(sum);
   }
 
+  // A whole softmax row in place, for kernels that score with another library (naive/openblas):
+  // s = s * scale, m = max s, P = exp(s - m_ref) / l with l = sum P; returns l (0: a zero row,
+  // whose weights are then 0). Any alignment and count: the vector body is unaligned, the tail
+  // goes through one padded vector (its padding -inf, so exp gives 0 there and the sum is
+  // unchanged), so every element takes the same exp.
+  static float softmax_row(float* s, std::size_t count, float scale) {
+    batch running = batch(kMinusInf);
+    std::size_t j = 0;
+    for (; j + W <= count; j += W) {
+      const batch x = batch::load_unaligned(s + j) * batch(scale);
+      x.store_unaligned(s + j);
+      running = xsimd::max(running, x);
+    }
+    float m = hmax(running);
+    for (std::size_t t = j; t < count; ++t) {
+      s[t] *= scale;
+      m = s[t] > m ? s[t] : m;
+    }
+    const float m_ref = max_reference(m);
+    batch sum = batch(0.0f);
+    for (j = 0; j + W <= count; j += W) {
+      const batch p = exp(batch::load_unaligned(s + j) - batch(m_ref));  // P = exp(S - m)
+      p.store_unaligned(s + j);
+      sum += p;
+    }
+    alignas(64) float tail[W];
+    if (j < count) {
+      for (std::size_t t = 0; t < W; ++t) tail[t] = j + t < count ? s[j + t] : kMinusInf;
+      const batch p = exp(batch::load_aligned(tail) - batch(m_ref));
+      p.store_aligned(tail);
+      sum += p;
+    }
+    const float l = hsum(sum);
+    const float inv = inverse_sum(l);
+    const batch inv_l = batch(inv);
+    for (std::size_t t = 0; j + t < count; ++t) s[j + t] = tail[t] * inv;
+    for (std::size_t i = 0; i + W <= count; i += W) {
+      (batch::load_unaligned(s + i) * inv_l).store_unaligned(s + i);
+    }
+    return l;
+  }
+
   // Output row = accumulator * inv_l over d columns (no padding), or zeros when inv_l is 0 and the
   // row weighed nothing.
   static void write_row(const float* acc, float inv_l, bool empty, std::size_t d, float* out) {

@@ -34,6 +34,7 @@ constexpr SimdTable simd_table(Isa isa) {
       .tiled = {.forward = {.rows = tiled_rows<Arch>, .partial = tiled_partial<Arch>},
                 .packing = packing},
       .exp = Simd<Arch>::exp_array,
+      .softmax_row = Simd<Arch>::softmax_row,
   };
 }
 

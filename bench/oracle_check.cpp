@@ -1,0 +1,58 @@
+#include "oracle_check.hpp"
+
+#include <vector>
+
+#include "testing/error_bound.hpp"
+
+namespace attnbench::bench {
+
+OracleCheck check_against_oracle(const Shape& shape, const Options& options, const Tensors& io,
+                                 std::size_t max_rows) {
+  OracleCheck check;
+  const std::size_t d = shape.head_dim;
+  const std::size_t rows = max_rows < shape.q_len ? max_rows : shape.q_len;
+  std::vector<double> ref(d);
+  testing::Comparison result;
+  for (std::size_t b = 0; b < shape.batch; ++b) {
+    for (std::size_t h = 0; h < shape.q_heads; ++h) {
+      const HeadOffsets at = head_offsets(shape, b, h);
+      for (std::size_t r = 0; r < rows && !result.mismatch; ++r) {
+        // Evenly spaced rows, the first and the last among them.
+        const std::size_t i = rows == 1 ? 0 : r * (shape.q_len - 1) / (rows - 1);
+        const std::size_t visible = visible_keys(shape, options.causal, i);
+        const float* out = io.o + at.q + i * d;
+        ++check.rows_checked;
+        if (visible == 0) {  // nothing to weigh: the library's answer is a zero row
+          for (std::size_t c = 0; c < d; ++c) {
+            if (out[c] != 0.0f) {
+              result.mismatch = testing::Mismatch{b, h, i, c, out[c], 0.0, out[c], 0.0};
+              break;
+            }
+          }
+          continue;
+        }
+        // Row i alone: one query over the keys it sees, the same scale, no mask.
+        Shape row_shape{.q_len = 1, .kv_len = visible, .head_dim = d};
+        Options row_options;
+        row_options.scale = effective_scale(shape, options);
+        reference_attention(row_shape, row_options, io.q + at.q + i * d, io.k + at.kv, io.v + at.kv,
+                            ref.data());
+        const testing::ProblemView row{row_shape, row_options, io.q + at.q + i * d, io.k + at.kv,
+                                       io.v + at.kv};
+        testing::compare_row(row, out, ref.data(), 0, 0, 0, testing::row_bound(row, 0, 0, 0),
+                             result);
+        if (result.mismatch) {
+          result.mismatch->batch = b;
+          result.mismatch->head = h;
+          result.mismatch->row = i;
+        }
+      }
+    }
+  }
+  check.passed = !result.mismatch;
+  check.worst_ratio = result.worst_ratio;
+  if (result.mismatch) check.failure = result.mismatch->describe();
+  return check;
+}
+
+}  // namespace attnbench::bench

@@ -1,0 +1,99 @@
+"""scripts/contenders.py, the Python contenders' window, against the real C helper.
+
+ATTNBENCH_CAPI names build/lib/libattnbench_capi.so (ctest sets it)."""
+import importlib.util
+import json
+import os
+import random
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("contenders", ROOT / "scripts" / "contenders.py")
+contenders = importlib.util.module_from_spec(spec)
+sys.modules["contenders"] = contenders
+spec.loader.exec_module(contenders)
+CAPI = os.environ.get("ATTNBENCH_CAPI", str(ROOT / "build" / "lib" / "libattnbench_capi.so"))
+
+
+class OffByOneKey(contenders.NumpyInplace):
+    """A wrong contender: drops the last key, as an off-by-one in a loop bound would."""
+
+    name = "broken/drops_last_key"
+
+    def prepare(self, point, q, k, v):
+        super().prepare(point, q[:], k[:-1].copy(), v[:-1].copy())
+        self.s = np.empty((point["n"], point["n"] - 1), dtype=np.float32)
+
+
+class Absent(contenders.Contender):
+    name = "absent/library"
+    description = {"role": "peer"}
+
+    def unsupported(self, point):
+        return "missing: a library this machine lacks"
+
+
+class RunnerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.capi = contenders.Capi(CAPI)
+        cls.blas = contenders.OpenBlas()
+
+    def test_quick_window_runs_every_contender_checked_and_interleaved(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "python_contenders.json"
+            contenders.main(["--preset", "quick", "--lib", CAPI, "--out", str(out), "--filter", "n:256"])
+            data = json.loads(out.read_text())
+        context = data["context"]
+        self.assertEqual(context["attnbench_window"], "python")
+        names = {json.loads(v)["library"] for k, v in context.items() if k.startswith("contender ")}
+        self.assertEqual(names, {"attnbench", "NumPy", "PyTorch"})
+        runs = {}
+        for e in data["benchmarks"]:
+            self.assertFalse(e.get("error_occurred"), e.get("error_message"))
+            runs.setdefault(e["run_name"], []).append(e)
+        kernels = {name.split("/n:")[0] for name in runs}
+        self.assertIn(self.capi.resolve("tiled/simd"), kernels)
+        self.assertTrue({"numpy/textbook", "numpy/inplace", "torch/matmul", "torch/sdpa"} <= kernels, kernels)
+        for name, entries in runs.items():
+            self.assertEqual(sorted(e["repetition_index"] for e in entries), [0, 1, 2], name)
+            for e in entries:
+                self.assertGreater(e["GFLOP/s"], 0)
+                self.assertLess(e["oracle_error_ratio"], 1.0)
+        # Rounds alternate: repetition 0 of every contender at a point comes before any repetition 1.
+        point = [e for e in data["benchmarks"] if "/n:256/d:64/threads:1/" in e["run_name"]]
+        indices = [e["repetition_index"] for e in point]
+        self.assertEqual(indices, sorted(indices))
+
+    def test_a_wrong_contender_is_recorded_failed_and_not_timed(self):
+        point = {"n": 96, "d": 16, "causal": False, "threads": 1}
+        entries = contenders.run_point(point, [OffByOneKey(self.blas), contenders.NumpyInplace(self.blas)],
+                                       self.capi, self.blas, 2, 0.0, 10.0, random.Random(1), lambda _: None)
+        broken = [e for e in entries if e["run_name"].startswith("broken/")]
+        self.assertEqual(len(broken), 1)
+        self.assertTrue(broken[0]["error_occurred"])
+        self.assertTrue(broken[0]["error_message"].startswith("failed: oracle check: "), broken[0]["error_message"])
+        good = [e for e in entries if e["run_name"].startswith("numpy/inplace/")]
+        self.assertEqual(len(good), 2)
+        self.assertFalse(any(e.get("error_occurred") for e in good))
+
+    def test_a_missing_contender_and_a_causal_point_are_recorded(self):
+        point = {"n": 64, "d": 8, "causal": True, "threads": 1}
+        entries = contenders.run_point(point, [Absent(), contenders.NumpyTextbook(self.blas),
+                                               contenders.TorchSdpa(self.blas)],
+                                       self.capi, self.blas, 1, 0.0, 10.0, random.Random(1), lambda _: None)
+        absent = [e for e in entries if e["run_name"].startswith("absent/")]
+        self.assertEqual(absent[0]["error_message"], "missing: a library this machine lacks")
+        for prefix in ("numpy/textbook/", "torch/sdpa/"):  # causal passes the oracle's causal check
+            e = [e for e in entries if e["run_name"].startswith(prefix)]
+            self.assertEqual(len(e), 1)
+            self.assertFalse(e[0].get("error_occurred"), e[0].get("error_message"))
+
+
+if __name__ == "__main__":
+    unittest.main()

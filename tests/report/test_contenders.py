@@ -1,0 +1,97 @@
+"""The contenders' windows: the loader's statuses and roles, the leads over the strongest peer, and
+the report's section "Against the alternatives" built from a real quick run's windows."""
+import copy
+import json
+import shutil
+import tempfile
+import unittest
+from pathlib import Path
+
+import support  # noqa: F401  (puts scripts/report on sys.path)
+
+import analysis_contenders as ac
+import loader
+import narrative_contenders
+import report
+
+FIXTURES = support.ROOT / "tests" / "fixtures"
+
+
+def entry(name, ms, gflops, rep=0, error=None):
+    e = {"name": name, "run_name": name, "run_type": "iteration", "repetitions": 1, "repetition_index": rep,
+         "iterations": 1, "real_time": ms, "time_unit": "ms", "GFLOP/s": gflops}
+    if error:
+        e.update({"error_occurred": True, "error_message": error})
+    return e
+
+
+def describe(role, fused=False):
+    return json.dumps({"role": role, "library": "x", "version": "1", "threading": "t", "fused": fused, "how": "h"})
+
+
+class WindowsTest(unittest.TestCase):
+    def window(self, benchmarks, contenders):
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp, True)
+        shutil.copy(support.FIXTURE, tmp / "results.json")
+        context = {"attnbench_window": "contenders"}
+        context.update({f"contender {k}": v for k, v in contenders.items()})
+        (tmp / "contenders.json").write_text(json.dumps({"context": context, "benchmarks": benchmarks}))
+        run = loader.load([tmp]).runs[0]
+        return loader.load_windows(run)[0]
+
+    def test_roles_come_from_the_description_and_the_lead_is_over_the_fastest_peer(self):
+        # A contender named like an attnbench kernel but described as a peer is a peer.
+        w = self.window([
+            entry("ours/k/n:64/d:8/threads:1/causal:0", 1.0, 50.0),
+            entry("tiled/simd/n:64/d:8/threads:1/causal:0", 1.0, 80.0),
+            entry("slow/peer/n:64/d:8/threads:1/causal:0", 1.0, 10.0),
+            entry("ours/k/n:128/d:8/threads:1/causal:0", 1.0, 60.0),
+            entry("slow/peer/n:128/d:8/threads:1/causal:0", 1.0, 20.0),
+        ], {"ours/k": describe("attnbench", True), "tiled/simd": describe("peer"), "slow/peer": describe("peer")})
+        leads = ac.leads(w)
+        self.assertEqual([(l.n, l.peer.kernel) for l in leads], [(64, "tiled/simd"), (128, "slow/peer")])
+        self.assertAlmostEqual(leads[0].ratio, 50.0 / 80.0)
+        self.assertAlmostEqual(leads[1].ratio, 3.0)
+        line = narrative_contenders.headline([w])
+        self.assertIn("0.625x (`tiled/simd`, n = 64", line)  # the peer ahead is reported, not hidden
+        self.assertIn("ahead at 1 of 2 points", line)
+
+    def test_missing_unsupported_and_failed_are_statuses_with_reasons(self):
+        w = self.window([
+            entry("ours/k/n:64/d:8/threads:1/causal:1", 1.0, 50.0),
+            entry("a/b/n:64/d:8/threads:1/causal:1", 0, 0, error="unsupported: causal mask over several heads"),
+            entry("c/d/n:64/d:8/threads:1/causal:1", 0, 0, error="missing: oneDNN (libdnnl-dev) was not found"),
+            entry("e/f/n:64/d:8/threads:1/causal:1", 0, 0, error="failed: oracle check: batch 0 head 0 row 3"),
+            entry("g/h/n:64/d:8/threads:1/causal:1", 0, 0, error="skipped: predicted 9 s per call"),
+        ], {"ours/k": describe("attnbench", True), "a/b": describe("peer"), "c/d": describe("peer"),
+            "e/f": describe("peer"), "g/h": describe("peer")})
+        status = {r.kernel: (r.status, r.skip_reason) for r in w.table}
+        self.assertEqual(status["a/b"], ("unsupported", "unsupported: causal mask over several heads"))
+        self.assertEqual(status["c/d"][0], "missing")
+        self.assertEqual(status["e/f"], ("failed", "failed: oracle check: batch 0 head 0 row 3"))
+        self.assertEqual(status["g/h"], ("skipped", "predicted 9 s per call"))
+        self.assertEqual(ac.leads(w), [])  # no measured peer: no ratio
+        self.assertEqual(len(ac.not_measured(w)), 4)
+
+
+class ReportWithWindowsTest(unittest.TestCase):
+    def test_the_report_has_the_section_the_figure_and_the_headline(self):
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp, True)
+        shutil.copy(support.FIXTURE, tmp / "results.json")
+        shutil.copy(FIXTURES / "quick_contenders.json", tmp / "contenders.json")
+        shutil.copy(FIXTURES / "quick_python_contenders.json", tmp / "python_contenders.json")
+        self.assertEqual(report.main([str(tmp)]), 0)
+        md = (tmp / "report.md").read_text()
+        self.assertIn("## Against the alternatives", md)
+        self.assertTrue((tmp / "fig8_contenders.png").is_file())
+        summary = md.split("## Summary", 1)[1].split("\n## ", 1)[0]
+        self.assertIn("Against the alternatives (ratios within one interleaved window)", summary)
+        self.assertIn("`onednn/primitives`", md)
+        self.assertIn("`torch/sdpa`", md)
+        self.assertIn("python window", md)
+
+
+if __name__ == "__main__":
+    unittest.main()
