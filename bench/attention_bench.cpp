@@ -275,6 +275,7 @@ void add_context(const std::string& preset, std::size_t all_threads, const std::
   for (const Kernel& k : attnbench::registry()) {
     if (k.dispatches)
       AddCustomContext("dispatch " + std::string(k.name), std::string(attnbench::resolve(k).name));
+    AddCustomContext("role " + std::string(k.name), attnbench::bench::kernel_role(k));
   }
   AddCustomContext("compiler", ATTNBENCH_COMPILER);
   AddCustomContext("cxx_flags", ATTNBENCH_CXX_FLAGS);

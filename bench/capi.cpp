@@ -53,6 +53,15 @@ const char* attnbench_c_resolve(const char* kernel) {
   return k ? attnbench::resolve(*k).name.data() : nullptr;  // registry names are NUL-terminated
 }
 
+// The role of registry kernel `kernel` ("attnbench" or "baseline", bench/contender.hpp's
+// kernel_role) and whether it is fused (a tiled kernel); null for an unknown name.
+const char* attnbench_c_role(const char* kernel, int* fused) {
+  const attnbench::Kernel* k = attnbench::find_kernel(kernel);
+  if (k == nullptr) return nullptr;
+  *fused = k->strategy == attnbench::Strategy::tiled;
+  return attnbench::bench::kernel_role(*k);
+}
+
 // O = attention(Q, K, V) with registry kernel `kernel` on `threads` threads, one Workspace per
 // kernel kept between calls (as the benchmark keeps it). Returns 0, or -1 with the message.
 int attnbench_c_attention(const char* kernel, std::size_t n, std::size_t d, std::size_t threads,

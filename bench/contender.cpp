@@ -23,7 +23,7 @@ class KernelContender : public Contender {
     const bool blas = kernel_.backend == Backend::openblas;
     description_ = {
         .name = std::string(kernel_.name),
-        .role = blas ? "baseline" : "attnbench",
+        .role = kernel_role(kernel_),
         .library = "attnbench",
         .version = "0.1",
         .threading = std::string("oneTBB ") + TBB_VERSION_STRING +
@@ -68,6 +68,10 @@ class KernelContender : public Contender {
 };
 
 }  // namespace
+
+const char* kernel_role(const Kernel& kernel) {
+  return kernel.backend == Backend::openblas ? "baseline" : "attnbench";
+}
 
 std::string Description::json() const {
   return "{\"role\": " + quoted(role) + ", \"library\": " + quoted(library) +

@@ -71,6 +71,8 @@ std::string point_name(const std::string& contender, const ContenderPoint& point
 // A registry kernel as a contender (a dispatching entry runs what it resolves to). Its role:
 // "baseline" for the OpenBLAS backend, "attnbench" for the others (by the kernel's fields).
 std::unique_ptr<Contender> kernel_contender(const Kernel& kernel);
+// That role, also written into every run's context as `role <kernel>` for the report.
+const char* kernel_role(const Kernel& kernel);
 // oneDNN's matmul, softmax and matmul primitives; a "missing" contender when the build found no
 // oneDNN (contender_onednn_missing.cpp).
 std::unique_ptr<Contender> onednn_contender();

@@ -67,6 +67,8 @@ class Capi:
             ctypes.POINTER(ctypes.c_double)]
         self.lib.attnbench_c_resolve.restype = ctypes.c_char_p
         self.lib.attnbench_c_resolve.argtypes = [ctypes.c_char_p]
+        self.lib.attnbench_c_role.restype = ctypes.c_char_p
+        self.lib.attnbench_c_role.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
         self.lib.attnbench_c_attention.restype = ctypes.c_int
         self.lib.attnbench_c_attention.argtypes = [
             ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
@@ -93,6 +95,14 @@ class Capi:
         if name is None:
             raise SystemExit(f"contenders.py: no kernel {kernel!r} in the registry")
         return name.decode()
+
+    def role(self, kernel: str) -> tuple[str, bool]:
+        """The kernel's role as the benchmark gives it, and whether it is fused."""
+        fused = ctypes.c_int()
+        role = self.lib.attnbench_c_role(kernel.encode(), ctypes.byref(fused))
+        if role is None:
+            raise SystemExit(f"contenders.py: no kernel {kernel!r} in the registry")
+        return role.decode(), bool(fused.value)
 
     def attention(self, kernel: bytes, q, k, v, o, threads: int, causal: bool) -> None:
         error = ctypes.create_string_buffer(512)
@@ -162,13 +172,15 @@ class Contender:
 
 
 class Attnbench(Contender):
-    """`tiled/simd` through the C helper, on the runner's own arrays."""
+    """A registry kernel (`tiled/simd`, the `naive/openblas` baseline) through the C helper, on the
+    runner's own arrays; its role and fusion as the benchmark describes them."""
 
     def __init__(self, capi: Capi, kernel: str):
         self.capi, self.name = capi, capi.resolve(kernel)
         self.kernel = self.name.encode()
-        self.description = {"role": "attnbench", "library": "attnbench", "version": "0.1",
-                            "threading": "oneTBB task_arena of the call's threads", "fused": True,
+        role, fused = capi.role(self.name)
+        self.description = {"role": role, "library": "attnbench", "version": "0.1",
+                            "threading": "oneTBB task_arena of the call's threads", "fused": fused,
                             "how": "the registry kernel through libattnbench_capi.so (ctypes), timed from Python"}
 
     def prepare(self, point, q, k, v):
@@ -396,7 +408,7 @@ def main(argv=None) -> int:
 
     capi, blas = Capi(args.lib), OpenBlas()
     points, reps, min_time, budget = capi.preset(args.preset, args.threads)
-    contenders = [Attnbench(capi, "tiled/simd"), NumpyTextbook(blas), NumpyInplace(blas), TorchMatmul(blas),
+    contenders = [Attnbench(capi, "tiled/simd"), Attnbench(capi, "naive/openblas"), NumpyTextbook(blas), NumpyInplace(blas), TorchMatmul(blas),
                   TorchSdpa(blas)]
     keep = re.compile(args.filter) if args.filter else None
     context = {

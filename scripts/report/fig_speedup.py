@@ -35,7 +35,7 @@ def draw(table: Table, out_dir) -> plotting.FigureFile:
                 if not len(n):
                     continue
                 style = plotting.kernel_style(c.kernel)
-                if group == "over the OpenBLAS baseline" or group == "threads (all over 1)":
+                if group == "over the baseline" or group == "threads (all over 1)":
                     linestyle = style["linestyle"]
                 else:
                     linestyle = _LINESTYLES[index % len(_LINESTYLES)]

@@ -98,6 +98,11 @@ class Run:
     def naive_memory_budget_bytes(self) -> float | None:
         return self._number("naive_memory_budget_bytes")
 
+    def role(self, kernel: str) -> str | None:
+        """The kernel's role in this run ("attnbench" or "baseline"): `role <kernel>` in the context,
+        which the benchmark writes from the kernel's own fields; None for runs recorded before it did."""
+        return self.context.get(f"role {kernel}")
+
     def dispatch(self, kernel: str) -> str | None:
         """The concrete kernel a dispatching entry (`tiled/simd`) resolved to in this run."""
         return self.context.get(f"dispatch {kernel}")

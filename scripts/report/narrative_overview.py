@@ -53,15 +53,16 @@ def summary(doc: Document, table: Points, everything: Points, all_threads: int) 
             items.append(f"Highest share of the measured FMA peak on {fmt.threads(t, all_threads)}: "
                          f"{fmt.pct(best.pct_peak_median)} ({fmt.sig(best.gflops_median)} GFLOP/s), {fmt.code(best.kernel)} at "
                          f"n = {best.n}, d = {best.d}{', causal' if best.causal else ''}.")
-    if tiled and analysis.present(table, "naive/openblas"):
+    baseline = analysis.baseline_kernel(table)
+    if tiled and analysis.present(table, baseline):
         parts = []
-        over_blas = analysis.Comparison("", "", tiled, "naive/openblas")
+        over_blas = analysis.Comparison("", "", tiled, baseline)
         for d in table.values("d"):
             speedup = analysis.speedup_range(table, over_blas, d, 1)
             if speedup is not None:
                 parts.append(f"{fmt.ratio(speedup.at_largest)} at n = {speedup.n_largest}, d = {d}")
         if parts:
-            items.append(f"{fmt.code(tiled)} over the OpenBLAS baseline (`cblas_sgemm` for both products), one thread: "
+            items.append(f"{fmt.code(tiled)} over the baseline {fmt.code(baseline)}, one thread: "
                          + "; ".join(parts) + ".")
     noisy = analysis.noisy(everything)
     items.append(f"Noise: {len(noisy)} of {len(everything.measured())} measured points vary more than "

@@ -79,8 +79,19 @@ class OtherNumbers(unittest.TestCase):
         n, s = analysis.speedup_series(self.table, groups["SIMD over scalar"], 64, 1)
         self.assertEqual(list(n), list(LENGTHS))
         self.assertTrue(all(abs(v - 10.0) < 1e-9 for v in s))
-        labels = [c.label for c in analysis.comparisons(self.table) if c.group == "over the OpenBLAS baseline"]
+        labels = [c.label for c in analysis.comparisons(self.table) if c.group == "over the baseline"]
         self.assertEqual(sorted(labels), ["tiled/scalar over naive/openblas", "tiled/simd/avx2 over naive/openblas"])
+
+    def test_baseline_from_the_runs_roles_else_the_openblas_backend(self):
+        self.assertEqual(analysis.baseline_kernel(self.table), "naive/openblas")  # no roles: by backend
+        roles = {"role tiled/simd/avx2": "baseline", "role tiled/scalar": "attnbench", "role naive/openblas": "attnbench"}
+        with_roles = table_of({"tiled/simd/avx2": lambda n: 1.0, "tiled/scalar": lambda n: 2.0,
+                               "naive/openblas": lambda n: 3.0}, context=roles)
+        self.assertEqual(analysis.baseline_kernel(with_roles), "tiled/simd/avx2")
+        self.assertIn("tiled/scalar over tiled/simd/avx2",
+                      [c.label for c in analysis.comparisons(with_roles) if c.group == "over the baseline"])
+        no_baseline = table_of({"tiled/scalar": lambda n: 1.0}, context={"role tiled/scalar": "attnbench"})
+        self.assertIsNone(analysis.baseline_kernel(no_baseline))
 
     def test_time_exponent(self):
         fit = analysis.time_fit(self.table, "tiled/scalar", 64, 1)
