@@ -53,9 +53,10 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(context["attnbench_window"], "python")
         names = {json.loads(v)["library"] for k, v in context.items() if k.startswith("contender ")}
         self.assertEqual(names, {"attnbench", "NumPy", "PyTorch"})
-        # The baseline runs in the same rounds as NumPy, with the role the benchmark gives it.
-        self.assertEqual(json.loads(context["contender naive/openblas"])["role"], "baseline")
-        self.assertEqual(json.loads(context[f"contender {self.capi.resolve('tiled/simd')}"])["role"], "attnbench")
+        # attnbench's kernel with the role and fusion the benchmark gives it.
+        ours = json.loads(context[f"contender {self.capi.resolve('tiled/simd')}"])
+        self.assertEqual((ours["role"], ours["fused"]), ("attnbench", True))
+        self.assertEqual(self.capi.role("naive/openblas"), ("baseline", False))
         runs = {}
         for e in data["benchmarks"]:
             self.assertFalse(e.get("error_occurred"), e.get("error_message"))
