@@ -13,6 +13,8 @@ import tempfile
 
 import numpy as np
 
+from numpy_reference import attention as reference  # tests/numpy_reference.py, beside this file
+
 BINARY = sys.argv[1]
 failures = []
 passed = 0
@@ -29,22 +31,6 @@ def check(name, condition, detail=""):
     else:
         failures.append(f"{name}: {detail}")
         print(f"FAIL {name}: {detail}")
-
-
-def reference(q, k, v, causal=False, scale=None):
-    """float64 attention over numpy arrays of shape (..., n, d), K/V heads broadcast by GQA."""
-    q, k, v = (x.astype(np.float64) for x in (q, k, v))
-    if q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
-        group = q.shape[-3] // k.shape[-3]
-        k, v = np.repeat(k, group, axis=-3), np.repeat(v, group, axis=-3)
-    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
-    s = scale * q @ np.swapaxes(k, -1, -2)
-    if causal:
-        n, m = s.shape[-2:]
-        s = np.where(np.arange(m)[None, :] <= np.arange(n)[:, None] + (m - n), s, -np.inf)
-    s = s - s.max(axis=-1, keepdims=True)
-    p = np.exp(s)
-    return (p / p.sum(axis=-1, keepdims=True)) @ v
 
 
 def expect_bad_input(name, args, *words, out=None):

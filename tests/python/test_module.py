@@ -6,32 +6,21 @@ ctest runs it with the built module on PYTHONPATH and the CLI's path in ATTNBENC
 """
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import unittest
+from pathlib import Path
 
 import numpy as np
 
 import attnbench
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for numpy_reference
+from numpy_reference import attention as reference  # noqa: E402
+
 CLI = os.environ.get("ATTNBENCH_CLI")
-
-
-def reference(q, k, v, causal=False, scale=None):
-    """float64 attention, the three steps as the attention module writes them in NumPy."""
-    q, k, v = (x.astype(np.float64) for x in (q, k, v))
-    if q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
-        group = q.shape[-3] // k.shape[-3]
-        k, v = np.repeat(k, group, axis=-3), np.repeat(v, group, axis=-3)
-    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
-    s = scale * q @ np.swapaxes(k, -1, -2)
-    if causal:
-        n, m = s.shape[-2:]
-        s = np.where(np.arange(m)[None, :] <= np.arange(n)[:, None] + (m - n), s, -np.inf)
-    s = s - s.max(axis=-1, keepdims=True)
-    p = np.exp(s)
-    return (p / p.sum(axis=-1, keepdims=True)) @ v
 
 
 def normal(*shape, seed=0):
