@@ -35,11 +35,7 @@ def draw(windows: list, run, out_dir) -> plotting.FigureFile:
                 plotting.no_data(ax)
                 continue
             peak = run.fma_peak_gflops(t) if run else None
-            if peak:
-                ax.axhline(peak, color="black", linewidth=1.2)
-                ax.text(min(ns_here), peak, f" FMA peak {fmt.sig(peak)}", va="bottom", fontsize=7)
-            ax.set_yscale("log")
-            plotting.log_n_axis(ax, ns_here)
+            plotting.gflops_panel(ax, ns_here, peak, f"FMA peak {fmt.sig(peak)}" if peak else "", 7)
             ax.set_title(f"{w.name} window: d = {d}, {t} thread{'s' if t > 1 else ''}")
             ax.set_xlabel("sequence length n (queries = keys)")
             ax.set_ylabel("GFLOP/s (4·n²·d / time)")

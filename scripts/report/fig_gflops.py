@@ -32,12 +32,8 @@ def draw(table: Table, out_dir) -> plotting.FigureFile:
             if not ns_here:
                 plotting.no_data(ax)
                 continue
-            if peak:
-                isa = run.fma_peak_isa(t)
-                ax.axhline(peak, color="black", linewidth=1.4)
-                ax.text(min(ns_here), peak, f" measured FMA peak {fmt.sig(peak)} GFLOP/s ({isa})", va="bottom", fontsize=7.5)
-            ax.set_yscale("log")
-            plotting.log_n_axis(ax, ns_here)
+            label = f"measured FMA peak {fmt.sig(peak)} GFLOP/s ({run.fma_peak_isa(t)})" if peak else ""
+            plotting.gflops_panel(ax, ns_here, peak, label, 7.5)
             ax.set_title(f"d = {d}, {plotting.threads_label(t, all_threads)}")
             ax.set_xlabel("sequence length n (queries = keys)")
             ax.set_ylabel("GFLOP/s (4·n²·d FLOPs per call / time)")

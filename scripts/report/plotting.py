@@ -100,6 +100,16 @@ def log_speedup_axis(axis) -> None:
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
 
 
+def gflops_panel(ax, ns, peak: float | None, peak_label: str, fontsize: float) -> None:
+    """A GFLOP/s-against-n panel's frame: the measured FMA peak as a black line labelled at the
+    smallest n, a log y axis and the n axis of `ns`."""
+    if peak:
+        ax.axhline(peak, color="black", linewidth=1.3)
+        ax.text(min(ns), peak, f" {peak_label}", va="bottom", fontsize=fontsize)
+    ax.set_yscale("log")
+    log_n_axis(ax, ns)
+
+
 def no_data(ax, message: str = "no measured points") -> None:
     ax.text(0.5, 0.5, message, transform=ax.transAxes, ha="center", va="center", color="0.4")
     ax.set_xticks([])
