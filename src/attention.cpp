@@ -7,14 +7,16 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <sstream>
 #include <vector>
 
 #include "attnbench.hpp"
 #include "kernels/common.hpp"
 #include "task_runner.hpp"
+#include "tensor_checks.hpp"
 
 namespace attnbench {
+
+using driver::checked_product;
 
 Error::Error(std::string field, std::string value, const std::string& why)
     : std::invalid_argument(field + " = " + value + ": " + why),
@@ -25,34 +27,6 @@ namespace {
 
 // Most worker threads a call may ask for; far above any core count this study targets.
 constexpr std::size_t kMaxThreads = 1024;
-
-std::size_t checked_product(std::initializer_list<std::size_t> factors, const char* field,
-                            const char* what) {
-  std::size_t product = 1;
-  for (std::size_t f : factors) {
-    if (__builtin_mul_overflow(product, f, &product)) {
-      throw Error(field, "overflow", std::string(what) + " does not fit in 64 bits");
-    }
-  }
-  return product;
-}
-
-struct ByteRange {
-  std::uintptr_t begin;
-  std::uintptr_t end;
-  bool overlaps(const ByteRange& other) const { return begin < other.end && other.begin < end; }
-};
-
-ByteRange bytes_of(const float* p, std::size_t elements) {
-  const auto begin = reinterpret_cast<std::uintptr_t>(p);
-  return {begin, begin + elements * sizeof(float)};
-}
-
-std::string pointer_string(const void* p) {
-  std::ostringstream s;
-  s << p;
-  return s.str();
-}
 
 }  // namespace
 
@@ -111,24 +85,15 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
   validate(shape, options);
   const std::size_t q_elements = shape.q_elements();
   const std::size_t kv_elements = shape.kv_elements();
-  const std::pair<const char*, const float*> pointers[] = {{"tensors.q", tensors.q},
-                                                           {"tensors.k", tensors.k},
-                                                           {"tensors.v", tensors.v},
-                                                           {"tensors.o", tensors.o}};
-  for (const auto& [field, p] : pointers) {
-    if (p == nullptr) throw Error(field, "nullptr", "must point to the tensor's data");
-  }
-  const ByteRange out = bytes_of(tensors.o, q_elements);
-  const std::pair<const char*, ByteRange> inputs[] = {
-      {"tensors.q", bytes_of(tensors.q, q_elements)},
-      {"tensors.k", bytes_of(tensors.k, kv_elements)},
-      {"tensors.v", bytes_of(tensors.v, kv_elements)}};
-  for (const auto& [field, range] : inputs) {
-    if (out.overlaps(range)) {
-      throw Error("tensors.o", pointer_string(tensors.o),
-                  std::string("output overlaps input ") + field + " at " +
-                      pointer_string(reinterpret_cast<const void*>(range.begin)));
-    }
+  const driver::NamedBytes q{"tensors.q", tensors.q, q_elements},
+      k{"tensors.k", tensors.k, kv_elements}, v{"tensors.v", tensors.v, kv_elements},
+      o{"tensors.o", tensors.o, q_elements};
+  driver::require_non_null({q, k, v, o});
+  if (tensors.lse != nullptr) {
+    driver::require_disjoint({o, {"tensors.lse", tensors.lse, q_elements / shape.head_dim}},
+                             {q, k, v});
+  } else {
+    driver::require_disjoint({o}, {q, k, v});
   }
   if (kernel.strategy == Strategy::naive) {
     const std::size_t budget =
@@ -159,11 +124,17 @@ HeadProblem head_problem(const Shape& shape, float scale, bool causal, const Ten
                          const float* packed, std::size_t packed_per_head, std::size_t batch,
                          std::size_t q_head) {
   const HeadOffsets at = head_offsets(shape, batch, q_head);
-  return HeadProblem{t.q + at.q,     t.k + at.kv,
-                     t.v + at.kv,    t.o + at.q,
-                     shape.q_len,    shape.kv_len,
-                     shape.head_dim, scale,
-                     causal,         packed ? packed + at.kv_head * packed_per_head : nullptr};
+  return HeadProblem{t.q + at.q,
+                     t.k + at.kv,
+                     t.v + at.kv,
+                     t.o + at.q,
+                     shape.q_len,
+                     shape.kv_len,
+                     shape.head_dim,
+                     scale,
+                     causal,
+                     packed ? packed + at.kv_head * packed_per_head : nullptr,
+                     t.lse ? t.lse + at.q / shape.head_dim : nullptr};
 }
 
 // Decoding (few query rows, many keys) splits the keys into chunks of kKeyChunk and merges the
@@ -179,7 +150,7 @@ bool splits_keys(const kernels::KernelCode& code, const Shape& shape) {
 // O = sum_c exp(m_c - m) o_c / sum_c exp(m_c - m) l_c with m = max_c m_c, over the chunks' partial
 // results of one row, in chunk order.
 void merge_row(std::size_t chunks, std::size_t d, const PartialRows* parts, std::size_t row,
-               float* out) {
+               float* out, float* lse) {
   float m = kernels::kMinusInf;
   for (std::size_t c = 0; c < chunks; ++c) m = parts[c].m[row] > m ? parts[c].m[row] : m;
   const float m_ref = kernels::max_reference(m);
@@ -190,6 +161,7 @@ void merge_row(std::size_t chunks, std::size_t d, const PartialRows* parts, std:
     l += parts[c].l[row] * weight;
     for (std::size_t x = 0; x < d; ++x) out[x] += parts[c].o[row * d + x] * weight;
   }
+  if (lse != nullptr) *lse = kernels::log_sum_exp(m, l);
   const float inv_l = kernels::inverse_sum(l);
   for (std::size_t x = 0; x < d; ++x)
     out[x] = l == 0.0f ? 0.0f : out[x] * inv_l;  // l = 0: a zero row
@@ -215,7 +187,7 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   float* packed = nullptr;
   std::size_t per_head = 0;
   if (code.packing.pack != nullptr) {
-    per_head = kernels::packed_floats_per_head(code, shape);
+    per_head = kernels::packed_floats_per_head(code.packing, shape);
     packed = ws.take<float>(kv_heads * per_head);
     const std::size_t ranges = (shape.kv_len + kPackKeys - 1) / kPackKeys;
     tasks.run(kv_heads * ranges, [&](std::size_t t, Workspace&) {
@@ -249,8 +221,9 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
                            parts[t], local);
     });
     tasks.run(heads, [&](std::size_t bh, Workspace&) {
+      const HeadProblem h = head(bh);
       for (std::size_t i = 0; i < rows; ++i)
-        merge_row(chunks, d, &parts[bh * chunks], i, head(bh).o + i * d);
+        merge_row(chunks, d, &parts[bh * chunks], i, h.o + i * d, h.lse ? h.lse + i : nullptr);
     });
     return kernel;
   }

@@ -52,6 +52,22 @@ struct Tensors {
   const float* k = nullptr;
   const float* v = nullptr;
   float* o = nullptr;
+  // Optional, [batch][q_heads][q_len]: each query row's log-sum-exp of its scaled scores,
+  // LSE = m + log(l) with m the row max and l = sum_j exp(s_j - m), what the backward recomputes
+  // the weights from (P = exp(s - LSE)). -inf for a zero row (no visible key, or every score
+  // -inf); NaN where the row is NaN.
+  float* lse = nullptr;
+};
+
+// The backward pass's tensors beyond the forward's (Q, K, V, O and LSE as the forward left
+// them): the output's gradient dO (O's shape) in, and the gradients dQ (Q's shape), dK and dV
+// (K's and V's shape) out. Under grouped-query attention a key/value head's dK and dV sum the
+// contributions of every query head that reads it.
+struct Gradients {
+  const float* d_o = nullptr;
+  float* dq = nullptr;
+  float* dk = nullptr;
+  float* dv = nullptr;
 };
 
 // The causal mask, defined once for kernels, oracle, tests and benchmark: query row `row` attends
@@ -203,6 +219,9 @@ struct Kernel {
 
   // Can this CPU run it? A dispatching entry: can it run any of its variants?
   bool available() const;
+  // Does it have a backward pass (attention_backward)? A dispatching entry: does the variant
+  // that runs here?
+  bool has_backward() const;
 };
 
 // Every kernel, in priority order: the first available one is the default.
@@ -237,6 +256,18 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
 const Kernel& attention(const Kernel& kernel, const Shape& shape, const Options& options,
                         const Tensors& tensors, Workspace& ws);
 
+// The backward pass: dQ, dK and dV of the loss whose gradient with respect to O is dO, for the
+// forward call with the same kernel, shape and options that left `forward.o` and `forward.lse`
+// (both required). Same masking and zero rows as the forward (a zero row's gradients are zero).
+// The result is the same, bit for bit, for every thread count. Validates first (throws Error:
+// also a kernel without a backward, a null or overlapping gradient), allocates only after
+// validation passes; `ws` as for attention(). Returns the kernel that ran.
+const Kernel& attention_backward(const Kernel& kernel, const Shape& shape, const Options& options,
+                                 const Tensors& forward, const Gradients& gradients, Workspace& ws);
+// Checks everything about a backward call without allocating; throws Error.
+void validate_backward(const Kernel& kernel, const Shape& shape, const Options& options,
+                       const Tensors& forward, const Gradients& gradients);
+
 // The scale a call uses: options.scale, or 1 / sqrt(head_dim) when it is unset.
 float effective_scale(const Shape& shape, const Options& options);
 // The worker threads a call runs on: options.threads, or every core the process may use when 0.
@@ -248,8 +279,21 @@ std::size_t default_memory_budget();
 
 // The float64 oracle: the three steps written plainly (score every key, normalise with the row
 // max subtracted, blend the values), one query row at a time. Not a kernel; the truth tests compare
-// against. `o` has shape.q_elements() elements. Validates the shape and options; throws Error.
+// against. `o` has shape.q_elements() elements; `lse`, if not null, batch x q_heads x q_len (each
+// row's log-sum-exp, as Tensors::lse). Validates the shape and options; throws Error.
 void reference_attention(const Shape& shape, const Options& options, const float* q, const float* k,
-                         const float* v, double* o);
+                         const float* v, double* o, double* lse = nullptr);
+
+// The backward oracle, as plainly: per query row, the weights p_j as reference_attention computes
+// them, dp_j = dO_i . v_j, D = sum_j p_j dp_j, ds_j = p_j (dp_j - D), then dV_j += p_j dO_i,
+// dQ_i = scale sum_j ds_j k_j, dK_j += scale ds_j q_i. Real = double is the oracle (tests check it
+// against central differences of reference_attention); Real = float is the same loops in float32,
+// the yardstick of the tests' error criterion (how much plain float32 arithmetic itself errs on a
+// problem). `dq` has shape.q_elements() elements, `dk` and `dv` shape.kv_elements(). Validates
+// the shape and options; throws Error.
+template <class Real>
+void reference_attention_backward(const Shape& shape, const Options& options, const float* q,
+                                  const float* k, const float* v, const float* d_o, Real* dq,
+                                  Real* dk, Real* dv);
 
 }  // namespace attnbench

@@ -1,5 +1,5 @@
-// The float64 oracle. Plain loops, one query row at a time, in the three steps of the
-// definition; no blocking, no tricks. Every kernel is tested against it.
+// The float64 oracle, forward and backward. Plain loops, one query row at a time, in the steps of
+// the definition; no blocking, no tricks. Every kernel is tested against it.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -8,55 +8,126 @@
 
 namespace attnbench {
 
-void reference_attention(const Shape& shape, const Options& options, const float* q, const float* k,
-                         const float* v, double* o) {
-  validate(shape, options);
-  if (q == nullptr || k == nullptr || v == nullptr || o == nullptr) {
-    throw Error("reference_attention", "nullptr", "every tensor pointer must be non-null");
+namespace {
+
+void check_pointers(std::initializer_list<const void*> pointers, const char* function) {
+  for (const void* p : pointers) {
+    if (p == nullptr) throw Error(function, "nullptr", "every tensor pointer must be non-null");
   }
+}
+
+// The softmax weights of one query row, in Real arithmetic: p_j = exp(s_j - m) / sum_j exp(s_j -
+// m) over its `visible` keys, s_j = scale * q . k_j, m = max_j s_j. A NaN score makes m NaN (and
+// so the row NaN). Returns false when nothing is weighed (no visible key, or every score -inf):
+// the row is zero. `lse` gets m + log(l), or -inf for a zero row.
+template <class Real>
+bool row_weights(const float* q, const float* k, std::size_t d, std::size_t visible, Real scale,
+                 std::vector<Real>& p, Real& lse) {
+  constexpr Real kMinusInf = -std::numeric_limits<Real>::infinity();
+  // Step 1, score: s_j = scale * q . k_j for every visible key j.
+  for (std::size_t j = 0; j < visible; ++j) {
+    Real dot = 0;
+    for (std::size_t c = 0; c < d; ++c) dot += Real(q[c]) * Real(k[j * d + c]);
+    p[j] = scale * dot;
+  }
+  // Step 2, normalise: p_j = exp(s_j - m) / l, l = sum_j exp(s_j - m).
+  Real m = kMinusInf;
+  for (std::size_t j = 0; j < visible; ++j) m = std::isnan(p[j]) || p[j] > m ? p[j] : m;
+  lse = kMinusInf;
+  if (m == kMinusInf) return false;
+  Real l = 0;
+  for (std::size_t j = 0; j < visible; ++j) {
+    p[j] = std::exp(p[j] - m);
+    l += p[j];
+  }
+  for (std::size_t j = 0; j < visible; ++j) p[j] /= l;
+  lse = m + std::log(l);
+  return true;
+}
+
+}  // namespace
+
+void reference_attention(const Shape& shape, const Options& options, const float* q, const float* k,
+                         const float* v, double* o, double* lse) {
+  validate(shape, options);
+  check_pointers({q, k, v, o}, "reference_attention");
   const double scale = effective_scale(shape, options);
   const std::size_t d = shape.head_dim;
-  std::vector<double> s(shape.kv_len);
+  std::vector<double> p(shape.kv_len);
 
   for (std::size_t b = 0; b < shape.batch; ++b) {
     for (std::size_t h = 0; h < shape.q_heads; ++h) {
       const HeadOffsets at = head_offsets(shape, b, h);
-      const std::size_t kv_base = at.kv, q_base = at.q;
       for (std::size_t i = 0; i < shape.q_len; ++i) {
-        const float* qi = q + q_base + i * d;
-        double* oi = o + q_base + i * d;
-        const std::size_t visible = visible_keys(shape, options.causal, i);
-
-        // Step 1, score: s_j = scale * q_i . k_j for every visible key j.
-        for (std::size_t j = 0; j < visible; ++j) {
-          const float* kj = k + kv_base + j * d;
-          double dot = 0.0;
-          for (std::size_t c = 0; c < d; ++c) dot += double(qi[c]) * double(kj[c]);
-          s[j] = scale * dot;
-        }
-
-        // Step 2, normalise: p_j = exp(s_j - m) / sum_j exp(s_j - m), m = max_j s_j.
-        // A NaN score makes m NaN (and so the row NaN). No visible key, or every score -inf,
-        // leaves nothing to weigh: the row is zero.
-        double m = -std::numeric_limits<double>::infinity();
-        for (std::size_t j = 0; j < visible; ++j) m = std::isnan(s[j]) || s[j] > m ? s[j] : m;
+        double* oi = o + at.q + i * d;
         for (std::size_t c = 0; c < d; ++c) oi[c] = 0.0;
-        if (m == -std::numeric_limits<double>::infinity()) continue;
-        double l = 0.0;
-        for (std::size_t j = 0; j < visible; ++j) {
-          s[j] = std::exp(s[j] - m);
-          l += s[j];
-        }
-        for (std::size_t j = 0; j < visible; ++j) s[j] /= l;
-
+        double row_lse;
+        const std::size_t visible = visible_keys(shape, options.causal, i);
+        const bool weighs = row_weights(q + at.q + i * d, k + at.kv, d, visible, scale, p, row_lse);
+        if (lse != nullptr) lse[at.q / d + i] = row_lse;
+        if (!weighs) continue;
         // Step 3, blend: o_i = sum_j p_j v_j.
         for (std::size_t j = 0; j < visible; ++j) {
-          const float* vj = v + kv_base + j * d;
-          for (std::size_t c = 0; c < d; ++c) oi[c] += s[j] * double(vj[c]);
+          const float* vj = v + at.kv + j * d;
+          for (std::size_t c = 0; c < d; ++c) oi[c] += p[j] * double(vj[c]);
         }
       }
     }
   }
 }
+
+template <class Real>
+void reference_attention_backward(const Shape& shape, const Options& options, const float* q,
+                                  const float* k, const float* v, const float* d_o, Real* dq,
+                                  Real* dk, Real* dv) {
+  validate(shape, options);
+  check_pointers({q, k, v, d_o, dq, dk, dv}, "reference_attention_backward");
+  const Real scale = effective_scale(shape, options);
+  const std::size_t d = shape.head_dim;
+  for (std::size_t x = 0; x < shape.q_elements(); ++x) dq[x] = 0;
+  for (std::size_t x = 0; x < shape.kv_elements(); ++x) dk[x] = dv[x] = 0;
+  std::vector<Real> p(shape.kv_len), dp(shape.kv_len);
+
+  for (std::size_t b = 0; b < shape.batch; ++b) {
+    for (std::size_t h = 0; h < shape.q_heads; ++h) {
+      const HeadOffsets at = head_offsets(shape, b, h);
+      for (std::size_t i = 0; i < shape.q_len; ++i) {
+        const float* qi = q + at.q + i * d;
+        const float* doi = d_o + at.q + i * d;
+        const std::size_t visible = visible_keys(shape, options.causal, i);
+        Real lse;
+        if (!row_weights(qi, k + at.kv, d, visible, scale, p, lse)) continue;  // zero row
+
+        // dp_j = dO_i . v_j, D = sum_j p_j dp_j (= dO_i . o_i).
+        Real delta = 0;
+        for (std::size_t j = 0; j < visible; ++j) {
+          Real dot = 0;
+          for (std::size_t c = 0; c < d; ++c) dot += Real(doi[c]) * Real(v[at.kv + j * d + c]);
+          dp[j] = dot;
+          delta += p[j] * dot;
+        }
+        // ds_j = p_j (dp_j - D); dQ_i = scale sum_j ds_j k_j; dK_j += scale ds_j q_i;
+        // dV_j += p_j dO_i.
+        Real* dqi = dq + at.q + i * d;
+        for (std::size_t j = 0; j < visible; ++j) {
+          const Real ds = p[j] * (dp[j] - delta);
+          const std::size_t kj = at.kv + j * d;
+          for (std::size_t c = 0; c < d; ++c) {
+            dqi[c] += scale * ds * Real(k[kj + c]);
+            dk[kj + c] += scale * ds * Real(qi[c]);
+            dv[kj + c] += p[j] * Real(doi[c]);
+          }
+        }
+      }
+    }
+  }
+}
+
+template void reference_attention_backward<double>(const Shape&, const Options&, const float*,
+                                                   const float*, const float*, const float*,
+                                                   double*, double*, double*);
+template void reference_attention_backward<float>(const Shape&, const Options&, const float*,
+                                                  const float*, const float*, const float*, float*,
+                                                  float*, float*);
 
 }  // namespace attnbench

@@ -85,6 +85,11 @@ const Registry& the_registry() {
 
 std::span<const kernels::SimdTable* const> kernels::simd_tables() { return kSimdByPriority; }
 
+bool Kernel::has_backward() const {
+  const Kernel& runs = resolve(*this);
+  return runs.code != nullptr && runs.code->backward.key_block != 0;
+}
+
 bool Kernel::available() const {
   return dispatches ? !resolve(*this).dispatches : cpu_supports(isa);
 }

@@ -7,6 +7,10 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/partitioner.h>
+
+#include <atomic>
 #include <cstddef>
 #include <optional>
 
@@ -16,7 +20,7 @@ namespace attnbench::driver {
 
 class TaskRunner {
  public:
-  TaskRunner(std::size_t threads, Workspace& ws) : ws_(ws) {
+  TaskRunner(std::size_t threads, Workspace& ws) : ws_(ws), threads_(threads) {
     if (threads > 1) {
       ws.reserve_workers(threads);
       arena_.emplace(static_cast<int>(threads));
@@ -39,8 +43,31 @@ class TaskRunner {
     });
   }
 
+  // The same, but tasks start in index order: every thread takes the next index from one
+  // counter, so a task may wait for an earlier one (which has started, and waits only on earlier
+  // ones still) without deadlock. For the backward pass's ordered dQ additions (kernels::DqOrder).
+  template <class Task>
+  void run_in_order(std::size_t count, Task&& task) {
+    if (!arena_) {
+      for (std::size_t i = 0; i < count; ++i) task(i, ws_);
+      return;
+    }
+    std::atomic<std::size_t> next{0};
+    arena_->execute([&] {
+      tbb::parallel_for(
+          tbb::blocked_range<std::size_t>(0, threads_, 1),
+          [&](const tbb::blocked_range<std::size_t>&) {
+            const int thread = tbb::this_task_arena::current_thread_index();
+            Workspace& local = ws_.worker(static_cast<std::size_t>(thread));
+            for (std::size_t i = next++; i < count; i = next++) task(i, local);
+          },
+          tbb::simple_partitioner());
+    });
+  }
+
  private:
   Workspace& ws_;
+  std::size_t threads_;
   std::optional<tbb::task_arena> arena_;
 };
 

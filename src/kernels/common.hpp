@@ -27,6 +27,12 @@ inline float max_reference(float m) { return m == kMinusInf ? 0.0f : m; }
 // or every score -inf), which the library defines as a zero row. A NaN l stays NaN.
 inline float inverse_sum(float l) { return l == 0.0f ? 0.0f : 1.0f / l; }
 
+// A row's log-sum-exp from its max m and its sum l = sum_j exp(s_j - max_reference(m)):
+// max_reference(m) + log(l), or -inf for a zero row (l == 0). A NaN l stays NaN.
+inline float log_sum_exp(float m, float l) {
+  return l == 0.0f ? kMinusInf : max_reference(m) + __builtin_logf(l);
+}
+
 }  // namespace
 
 }  // namespace attnbench::kernels

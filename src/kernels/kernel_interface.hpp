@@ -7,8 +7,11 @@
 // registry (registry.cpp) builds its entries from those descriptors.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <span>
+#include <thread>
 
 #include "attnbench.hpp"
 
@@ -31,6 +34,7 @@ struct HeadProblem {
   float scale;
   bool causal;
   const float* kv_packed = nullptr;  // this key/value head packed by KernelCode::packing, if any
+  float* lse = nullptr;              // [q_len], each row's log-sum-exp, when the caller asks
 
   // Number of keys query row i may attend to: attnbench::visible_keys for this head.
   std::size_t visible_keys(std::size_t i) const {
@@ -80,6 +84,83 @@ inline constexpr std::size_t kPackKeys = 256;
 // blocks and a row's arithmetic within it is the same as in an unsplit call's blocks.
 inline constexpr std::size_t kKeyChunk = 2048;
 
+// The order in which key blocks add to dQ in the backward pass. A backward task owns one key
+// block of one key/value head: it accumulates that block's dK and dV alone, and adds its
+// contribution to the dQ rows of every query row block that sees it. For dQ to be the same bits
+// for every thread count, those additions happen in key block order: block c adds to a row block
+// once block c - 1 has. One counter per (query head, row block of kRowsPerTask rows) holds the
+// next key block allowed to add. Tasks start in key block order (TaskRunner::run_in_order), and
+// block c - 1 visits every row block that block c visits (a row that sees a key sees every
+// earlier key), so a waiting task always waits on a running one.
+class DqOrder {
+ public:
+  DqOrder(std::atomic<std::uint32_t>* next, std::size_t row_blocks)
+      : next_(next), row_blocks_(row_blocks) {}
+
+  // Blocks until key block `key_block` may add to the dQ rows [i0, i0 + kRowsPerTask) of query
+  // head `head` (i0 a multiple of kRowsPerTask); done() then lets the next key block add.
+  void wait(std::size_t head, std::size_t i0, std::size_t key_block) const {
+    const std::atomic<std::uint32_t>& next = at(head, i0);
+    for (unsigned spins = 0; next.load(std::memory_order_acquire) != key_block; ++spins) {
+      if (spins < 64) {
+        __builtin_ia32_pause();
+      } else {
+        std::this_thread::yield();  // more threads than cores: let the one we wait for run
+      }
+    }
+  }
+  void done(std::size_t head, std::size_t i0, std::size_t key_block) const {
+    at(head, i0).store(static_cast<std::uint32_t>(key_block + 1), std::memory_order_release);
+  }
+
+ private:
+  std::atomic<std::uint32_t>& at(std::size_t head, std::size_t i0) const {
+    return next_[head * row_blocks_ + i0 / kRowsPerTask];
+  }
+  std::atomic<std::uint32_t>* next_;
+  std::size_t row_blocks_;
+};
+
+// One (batch, key/value head) of a backward call, with the `group` query heads that read it.
+// Query head g of the group: its rows at q + g * q_len * head_dim (likewise d_o, dq), its LSE and
+// D = rowsum(dO * O) at lse + g * q_len and delta + g * q_len.
+struct BackwardProblem {
+  const float* q;
+  const float* d_o;
+  const float* lse;
+  const float* delta;
+  float* dq;  // zeroed by the driver; the kernels add to it
+  const float* k;
+  const float* v;
+  float* dk;               // zeroed by the driver
+  float* dv;               // zeroed by the driver
+  const float* kv_packed;  // this key/value head packed by Backward::packing, if any
+  std::size_t group;
+  std::size_t q_len;
+  std::size_t kv_len;
+  std::size_t head_dim;
+  float scale;
+  bool causal;
+  DqOrder dq_order;  // heads counted from the group's first query head
+  // Naive kernels: the query head's materialised P and dS, [q_len][kv_len] each.
+  float* p = nullptr;
+  float* ds = nullptr;
+
+  std::size_t visible_keys(std::size_t i) const {
+    return attnbench::visible_keys(Shape{.q_len = q_len, .kv_len = kv_len}, causal, i);
+  }
+  // The first query row that sees key j (q_len if none does).
+  std::size_t first_row_seeing(std::size_t j) const {
+    if (!causal) return 0;
+    // Row i sees key j iff j < i + 1 + kv_len - q_len, i.e. i >= j + q_len - kv_len.
+    const std::size_t shifted = j + q_len;
+    return shifted < kv_len ? 0 : min_size(q_len, shifted - kv_len);
+  }
+
+ private:
+  static std::size_t min_size(std::size_t a, std::size_t b) { return a < b ? a : b; }
+};
+
 // ---------------------------------------------------------------------------------------------
 // What a kernel offers the driver
 // ---------------------------------------------------------------------------------------------
@@ -106,11 +187,32 @@ struct KvPacking {
                std::size_t first, std::size_t last, float* packed) = nullptr;
 };
 
-// Everything the driver calls for one registry entry. A backward pass is a further member beside
-// `forward`; a K/V storage type (f16, bf16) a further KernelCode whose packing converts.
+// The backward pass of one kernel, in one of two shapes.
+// Tiled: `keys` computes key block `keys` (of `key_block` keys, the last one shorter) of one
+// key/value head over every query row of its group: recomputes P = exp(scale Q K^T - LSE) tile by
+// tile, dS = scale P (dO V^T - D), accumulates dV = P^T dO and dK = dS^T Q for its keys, and adds
+// dQ += dS K through problem.dq_order.
+// Naive: per query head g of the group, `rows` materialises that head's P and dS rows in
+// problem.p and problem.ds and writes dQ = dS K for them; then `key_rows` adds P^T dO and dS^T Q
+// to dV and dK for key block `keys`, over every row.
+// `key_block` is fixed per kernel, never per thread count, so that every sum runs in the same
+// order whatever the threads.
+struct Backward {
+  std::size_t key_block = 0;
+  void (*keys)(const BackwardProblem& problem, KeyRange keys, Workspace& ws) = nullptr;
+  void (*rows)(const BackwardProblem& problem, std::size_t g, RowRange rows,
+               Workspace& ws) = nullptr;
+  void (*key_rows)(const BackwardProblem& problem, std::size_t g, KeyRange keys,
+                   Workspace& ws) = nullptr;
+  KvPacking packing = {};  // the backward's own packed layout of K and V, if any
+};
+
+// Everything the driver calls for one registry entry. A K/V storage type (f16, bf16) is a further
+// KernelCode whose packing converts.
 struct KernelCode {
   Forward forward;
   KvPacking packing = {};  // none: the kernel reads K and V as they are
+  Backward backward = {};  // none: key_block 0
 };
 
 // One ISA's SIMD kernels: naive_simd.hpp and tiled_simd.hpp instantiated for that ISA by its one
@@ -122,8 +224,9 @@ struct SimdTable {
   KernelCode tiled;
   void (*exp)(const float* x, float* y, std::size_t n);  // the kernels' vector exp, for its tests
   // One score row in place: s = s * scale, then softmax over its `count` elements (max
-  // subtracted, that exp); returns the row sum l (0 means a zero row). For naive/openblas.
-  float (*softmax_row)(float* s, std::size_t count, float scale);
+  // subtracted, that exp); returns the row sum l (0 means a zero row) and, when `lse` is not
+  // null, writes the row's log-sum-exp there. For naive/openblas.
+  float (*softmax_row)(float* s, std::size_t count, float scale, float* lse);
 };
 
 // The descriptors, one per kernel file.
@@ -142,13 +245,13 @@ std::span<const SimdTable* const> simd_tables();
 // Bytes of the packed K and V copy a call with `kernel` (a registry entry with code) makes: 0 for
 // a kernel that reads them in place, otherwise every (batch, key/value head) padded to whole cache
 // lines, so every head's packed copy starts aligned.
-inline std::size_t packed_floats_per_head(const KernelCode& code, const Shape& shape) {
-  if (code.packing.floats == nullptr) return 0;
+inline std::size_t packed_floats_per_head(const KvPacking& packing, const Shape& shape) {
+  if (packing.floats == nullptr) return 0;
   constexpr std::size_t kLine = Workspace::kAlignment / sizeof(float);
-  return (code.packing.floats(shape.kv_len, shape.head_dim) + kLine - 1) / kLine * kLine;
+  return (packing.floats(shape.kv_len, shape.head_dim) + kLine - 1) / kLine * kLine;
 }
-inline std::size_t packed_bytes(const KernelCode& code, const Shape& shape) {
-  return shape.batch * shape.kv_heads * packed_floats_per_head(code, shape) * sizeof(float);
+inline std::size_t packed_bytes(const KvPacking& packing, const Shape& shape) {
+  return shape.batch * shape.kv_heads * packed_floats_per_head(packing, shape) * sizeof(float);
 }
 
 }  // namespace attnbench::kernels

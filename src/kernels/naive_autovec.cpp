@@ -1,9 +1,15 @@
 // naive/autovec: the plain loops of naive_scalar.hpp compiled with auto-vectorisation on for
 // AVX2 + FMA (-mavx2 -mfma at -O3). Flags: src/CMakeLists.txt.
 #include "kernels/naive_scalar.hpp"
+#include "kernels/naive_scalar_backward.hpp"
 
 namespace attnbench::kernels {
 
-constexpr KernelCode naive_autovec{.forward = {.rows = naive_loops}};
+constexpr KernelCode naive_autovec{
+    .forward = {.rows = naive_loops},
+    .backward = {.key_block = kNaiveBackwardKeys,
+                 .rows = naive_backward_rows,
+                 .key_rows = naive_backward_key_rows},
+};
 
 }  // namespace attnbench::kernels

@@ -54,7 +54,8 @@ void naive_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
   // SIMD kernels' vector exp (the widest ISA this CPU has), as NumPy's exp is vectorised too.
   const auto softmax_row = widest_softmax_row();
   for (std::size_t r = 0; r < row_count; ++r) {
-    const float l = softmax_row(S + r * n, head.visible_keys(rows.begin + r), head.scale);
+    const float l = softmax_row(S + r * n, head.visible_keys(rows.begin + r), head.scale,
+                                head.lse ? head.lse + rows.begin + r : nullptr);
     keys[r] = l == 0.0f ? 0 : head.visible_keys(rows.begin + r);
   }
 

@@ -2,9 +2,15 @@
 // (-fno-tree-vectorize -fno-tree-slp-vectorize), so it measures plain scalar code. Flags:
 // src/CMakeLists.txt.
 #include "kernels/naive_scalar.hpp"
+#include "kernels/naive_scalar_backward.hpp"
 
 namespace attnbench::kernels {
 
-constexpr KernelCode naive_scalar{.forward = {.rows = naive_loops}};
+constexpr KernelCode naive_scalar{
+    .forward = {.rows = naive_loops},
+    .backward = {.key_block = kNaiveBackwardKeys,
+                 .rows = naive_backward_rows,
+                 .key_rows = naive_backward_key_rows},
+};
 
 }  // namespace attnbench::kernels

@@ -43,6 +43,7 @@ void naive_loops(const HeadProblem& head, RowRange rows, Workspace& ws) {
       s[j] = scalar_exp(s[j] - m_ref);
       l += s[j];
     }
+    if (head.lse) head.lse[rows.begin + r] = log_sum_exp(m, l);
     const float inv_l = inverse_sum(l);
     if (l == 0.0f) blend_keys[r] = 0;  // nothing to weigh: a zero row, whatever V holds
     for (std::size_t j = 0; j < blend_keys[r]; ++j) s[j] *= inv_l;

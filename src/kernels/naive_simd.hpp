@@ -67,6 +67,7 @@ struct NaiveSimd : Simd<Arch> {
       const std::size_t count = head.visible_keys(rows.begin + r);
       const float m = S::scale_and_max(s, count, head.scale);
       l[r] = S::exp_and_sum(s, count, max_reference(m));
+      if (head.lse) head.lse[rows.begin + r] = log_sum_exp(m, l[r]);
     }
 
     // Pass 3, blend: O = P V / l.

@@ -329,7 +329,7 @@ struct Simd {
   // whose weights are then 0). Any alignment and count: the vector body is unaligned, the tail
   // goes through one padded vector (its padding -inf, so exp gives 0 there and the sum is
   // unchanged), so every element takes the same exp.
-  static float softmax_row(float* s, std::size_t count, float scale) {
+  static float softmax_row(float* s, std::size_t count, float scale, float* lse) {
     batch running = batch(kMinusInf);
     std::size_t j = 0;
     for (; j + W <= count; j += W) {
@@ -357,6 +357,7 @@ struct Simd {
       sum += p;
     }
     const float l = hsum(sum);
+    if (lse != nullptr) *lse = log_sum_exp(m, l);
     const float inv = inverse_sum(l);
     const batch inv_l = batch(inv);
     for (std::size_t t = 0; j + t < count; ++t) s[j + t] = tail[t] * inv;

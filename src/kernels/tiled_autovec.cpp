@@ -1,9 +1,13 @@
 // tiled/autovec: the plain loops of tiled_scalar.hpp compiled with auto-vectorisation on for
 // AVX2 + FMA (-mavx2 -mfma at -O3). Flags: src/CMakeLists.txt.
 #include "kernels/tiled_scalar.hpp"
+#include "kernels/tiled_scalar_backward.hpp"
 
 namespace attnbench::kernels {
 
-constexpr KernelCode tiled_autovec{.forward = {.rows = tiled_rows, .partial = tiled_partial}};
+constexpr KernelCode tiled_autovec{
+    .forward = {.rows = tiled_rows, .partial = tiled_partial},
+    .backward = {.key_block = kBackwardKeys, .keys = tiled_backward_keys},
+};
 
 }  // namespace attnbench::kernels

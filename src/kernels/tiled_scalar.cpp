@@ -2,9 +2,13 @@
 // (-fno-tree-vectorize -fno-tree-slp-vectorize), so it measures plain scalar code. Flags:
 // src/CMakeLists.txt.
 #include "kernels/tiled_scalar.hpp"
+#include "kernels/tiled_scalar_backward.hpp"
 
 namespace attnbench::kernels {
 
-constexpr KernelCode tiled_scalar{.forward = {.rows = tiled_rows, .partial = tiled_partial}};
+constexpr KernelCode tiled_scalar{
+    .forward = {.rows = tiled_rows, .partial = tiled_partial},
+    .backward = {.key_block = kBackwardKeys, .keys = tiled_backward_keys},
+};
 
 }  // namespace attnbench::kernels

@@ -83,7 +83,10 @@ void tiled_loops(const HeadProblem& head, RowRange rows, KeyRange keys, const Pa
       if (partial) {
         partial->m[i0 + r - rows.begin] = m[r];
         partial->l[i0 + r - rows.begin] = l[r];
-      } else if (l[r] == 0.0f) {
+        continue;
+      }
+      if (head.lse) head.lse[i0 + r] = log_sum_exp(m[r], l[r]);
+      if (l[r] == 0.0f) {
         for (std::size_t x = 0; x < d; ++x)
           o[x] = 0.0f;  // nothing to weigh: a zero row, whatever V holds
       } else {

@@ -85,6 +85,7 @@ struct TiledSimd : Simd<Arch> {
           partial->l[at] = l[r];
         } else {
           S::write_row(o_acc + r * dp, inverse_sum(l[r]), l[r] == 0.0f, d, head.o + (i0 + r) * d);
+          if (head.lse) head.lse[i0 + r] = log_sum_exp(m[r], l[r]);
         }
       }
     }

@@ -1,0 +1,175 @@
+// attention_backward(): validation, then the passes that hand each piece of the backward pass to
+// a kernel, inline or on oneTBB worker threads:
+//   1. zero dQ, dK, dV; D = rowsum(dO * O) for every query row (what ds = P (dP - D) needs);
+//   2. pack every (batch, key/value head) in the kernel's backward layout, if it has one;
+//   3. tiled: one task per (key/value head, key block), started in order, each adding to dQ in
+//      key block order (kernels::DqOrder);
+//      naive: per query head, its P and dS rows (tasks over row blocks), then dK and dV (tasks
+//      over key blocks, every row in order).
+// No float is ever added by two threads, and every sum runs in an order fixed by the shape and
+// the kernel: the gradients are the same bits for every thread count.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <new>
+
+#include "attnbench.hpp"
+#include "kernels/kernel_interface.hpp"
+#include "task_runner.hpp"
+#include "tensor_checks.hpp"
+
+namespace attnbench {
+
+void validate_backward(const Kernel& requested, const Shape& shape, const Options& options,
+                       const Tensors& forward, const Gradients& gradients) {
+  const Kernel& kernel = resolve(requested);
+  if (!kernel.available()) {
+    throw Error("kernel", std::string(kernel.name), "this CPU lacks the instructions it needs");
+  }
+  if (!kernel.has_backward()) {
+    throw Error("kernel", std::string(kernel.name),
+                "has no backward pass (attnbench list shows the kernels that do)");
+  }
+  validate(shape, options);
+  const std::size_t q_elements = shape.q_elements(), kv_elements = shape.kv_elements();
+  const std::size_t rows = q_elements / shape.head_dim;
+  const driver::NamedBytes q{"tensors.q", forward.q, q_elements},
+      k{"tensors.k", forward.k, kv_elements}, v{"tensors.v", forward.v, kv_elements},
+      o{"tensors.o", forward.o, q_elements}, lse{"tensors.lse", forward.lse, rows},
+      d_o{"gradients.d_o", gradients.d_o, q_elements}, dq{"gradients.dq", gradients.dq, q_elements},
+      dk{"gradients.dk", gradients.dk, kv_elements}, dv{"gradients.dv", gradients.dv, kv_elements};
+  driver::require_non_null({q, k, v, o, lse, d_o, dq, dk, dv});
+  driver::require_disjoint({dq, dk, dv}, {q, k, v, o, lse, d_o});
+  if (kernel.strategy == Strategy::naive) {
+    const std::size_t budget =
+        options.memory_budget_bytes ? options.memory_budget_bytes : default_memory_budget();
+    const std::size_t needed = 2 * naive_score_bytes(shape);
+    if (needed > budget) {
+      throw Error("options.memory_budget_bytes", std::to_string(budget),
+                  "the naive backward's P and dS need " + std::to_string(needed) +
+                      " bytes (2 x q_len " + std::to_string(shape.q_len) + " x kv_len " +
+                      std::to_string(shape.kv_len) +
+                      " x 4); use a tiled kernel or raise the budget");
+    }
+  }
+}
+
+const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
+                                 const Options& options, const Tensors& forward,
+                                 const Gradients& gradients, Workspace& ws) {
+  const Kernel& kernel = resolve(requested);
+  validate_backward(kernel, shape, options, forward, gradients);
+  const kernels::Backward& code = kernel.code->backward;
+  const std::size_t d = shape.head_dim;
+  const std::size_t heads = shape.batch * shape.q_heads;
+  const std::size_t kv_heads = shape.batch * shape.kv_heads;
+  const std::size_t group = shape.q_heads / shape.kv_heads;
+  const std::size_t q_head_floats = shape.q_len * d, kv_head_floats = shape.kv_len * d;
+  ws.reset_peak();
+  Workspace::Scope call(ws);
+  driver::TaskRunner tasks(worker_threads(options), ws);
+
+  // Pass 1: zeroed gradients, and D_i = dO_i . O_i per query row (heads * q_len floats).
+  float* delta = ws.take<float>(heads * shape.q_len);
+  tasks.run(heads, [&](std::size_t bh, Workspace&) {
+    const std::size_t at = bh * q_head_floats;
+    std::fill_n(gradients.dq + at, q_head_floats, 0.0f);
+    for (std::size_t i = 0; i < shape.q_len; ++i) {
+      float sum = 0.0f;
+      for (std::size_t c = 0; c < d; ++c) {
+        sum += gradients.d_o[at + i * d + c] * forward.o[at + i * d + c];
+      }
+      delta[bh * shape.q_len + i] = sum;
+    }
+  });
+  tasks.run(kv_heads, [&](std::size_t kv, Workspace&) {
+    std::fill_n(gradients.dk + kv * kv_head_floats, kv_head_floats, 0.0f);
+    std::fill_n(gradients.dv + kv * kv_head_floats, kv_head_floats, 0.0f);
+  });
+
+  // Pass 2: every (batch, key/value head) packed once, tasks of kPackKeys keys.
+  float* packed = nullptr;
+  std::size_t per_head = 0;
+  if (code.packing.pack != nullptr) {
+    per_head = kernels::packed_floats_per_head(code.packing, shape);
+    packed = ws.take<float>(kv_heads * per_head);
+    const std::size_t ranges = (shape.kv_len + kernels::kPackKeys - 1) / kernels::kPackKeys;
+    tasks.run(kv_heads * ranges, [&](std::size_t t, Workspace&) {
+      const std::size_t kv = t / ranges, first = (t % ranges) * kernels::kPackKeys;
+      const std::size_t offset = kv * kv_head_floats;
+      code.packing.pack(forward.k + offset, forward.v + offset, shape.kv_len, d, first,
+                        std::min(first + kernels::kPackKeys, shape.kv_len), packed + kv * per_head);
+    });
+  }
+
+  // dQ's addition order: one counter per (query head, row block), all starting at key block 0.
+  const std::size_t row_blocks = (shape.q_len + kernels::kRowsPerTask - 1) / kernels::kRowsPerTask;
+  auto* next = ws.take<std::atomic<std::uint32_t>>(heads * row_blocks);
+  for (std::size_t x = 0; x < heads * row_blocks; ++x) new (next + x) std::atomic<std::uint32_t>(0);
+
+  // The key/value head kv (batch * kv_heads + its index) and its group of query heads, which are
+  // consecutive: query head h of batch b reads key/value head h / group.
+  auto problem = [&](std::size_t kv) {
+    const std::size_t first_head = kv * group;  // = batch * q_heads + (kv % kv_heads) * group
+    const std::size_t q_at = first_head * q_head_floats, kv_at = kv * kv_head_floats;
+    return kernels::BackwardProblem{
+        .q = forward.q + q_at,
+        .d_o = gradients.d_o + q_at,
+        .lse = forward.lse + first_head * shape.q_len,
+        .delta = delta + first_head * shape.q_len,
+        .dq = gradients.dq + q_at,
+        .k = forward.k + kv_at,
+        .v = forward.v + kv_at,
+        .dk = gradients.dk + kv_at,
+        .dv = gradients.dv + kv_at,
+        .kv_packed = packed ? packed + kv * per_head : nullptr,
+        .group = group,
+        .q_len = shape.q_len,
+        .kv_len = shape.kv_len,
+        .head_dim = d,
+        .scale = effective_scale(shape, options),
+        .causal = options.causal,
+        .dq_order = kernels::DqOrder(next + first_head * row_blocks, row_blocks),
+    };
+  };
+  const std::size_t key_blocks = (shape.kv_len + code.key_block - 1) / code.key_block;
+  auto key_range = [&](std::size_t block) {
+    return kernels::KeyRange{block * code.key_block,
+                             std::min((block + 1) * code.key_block, shape.kv_len)};
+  };
+
+  if (code.keys != nullptr) {
+    // Pass 3, tiled: tasks (key/value head, key block) in that order.
+    tasks.run_in_order(kv_heads * key_blocks, [&](std::size_t t, Workspace& local) {
+      Workspace::Scope scope(local);
+      code.keys(problem(t / key_blocks), key_range(t % key_blocks), local);
+    });
+    return kernel;
+  }
+
+  // Pass 3, naive: one query head at a time, its P and dS materialised.
+  float* p = ws.take<float>(shape.q_len * shape.kv_len);
+  float* ds = ws.take<float>(shape.q_len * shape.kv_len);
+  const std::size_t block = tasks.parallel() ? kernels::kRowsPerTask : shape.q_len;
+  const std::size_t blocks_per_head = (shape.q_len + block - 1) / block;
+  for (std::size_t kv = 0; kv < kv_heads; ++kv) {
+    kernels::BackwardProblem head = problem(kv);
+    head.p = p;
+    head.ds = ds;
+    for (std::size_t g = 0; g < group; ++g) {
+      tasks.run(blocks_per_head, [&](std::size_t b, Workspace& local) {
+        Workspace::Scope scope(local);
+        code.rows(head, g, kernels::RowRange{b * block, std::min((b + 1) * block, shape.q_len)},
+                  local);
+      });
+      tasks.run(key_blocks, [&](std::size_t b, Workspace& local) {
+        Workspace::Scope scope(local);
+        code.key_rows(head, g, key_range(b), local);
+      });
+    }
+  }
+  return kernel;
+}
+
+}  // namespace attnbench

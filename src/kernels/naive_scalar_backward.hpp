@@ -1,0 +1,63 @@
+// naive/scalar and naive/autovec backward: the textbook gradients with P and dS materialised.
+// Per query head, over its rows (one task's rows):
+//   P = exp(scale Q K^T - LSE),  dP = dO V^T,  dS = scale P (dP - D)  in place of dP,  dQ = dS K
+// then over a block of keys, every row in order:
+//   dV += P^T dO,  dK += dS^T Q.
+// Compiled by naive_scalar.cpp with auto-vectorisation off, by naive_autovec.cpp with it on.
+#pragma once
+
+#include "kernels/common.hpp"
+
+namespace attnbench::kernels {
+namespace {
+
+// Keys per dK/dV task.
+constexpr std::size_t kNaiveBackwardKeys = 64;
+
+void naive_backward_rows(const BackwardProblem& pb, std::size_t g, RowRange rows, Workspace&) {
+  const std::size_t n = pb.kv_len, d = pb.head_dim;
+  const float* q = pb.q + g * pb.q_len * d;
+  const float* d_o = pb.d_o + g * pb.q_len * d;
+  const float* lse = pb.lse + g * pb.q_len;
+  float* dq = pb.dq + g * pb.q_len * d;
+  for (std::size_t i = rows.begin; i < rows.end; ++i) {
+    // A zero row weighs nothing; under the mask, row i reaches only its visible keys.
+    const std::size_t visible = lse[i] == kMinusInf ? 0 : pb.visible_keys(i);
+    float* p = pb.p + i * n;
+    float* ds = pb.ds + i * n;
+    for (std::size_t j = 0; j < visible; ++j) {
+      float s = 0.0f, dp = 0.0f;
+      for (std::size_t c = 0; c < d; ++c) s += q[i * d + c] * pb.k[j * d + c];
+      for (std::size_t c = 0; c < d; ++c) dp += d_o[i * d + c] * pb.v[j * d + c];
+      p[j] = scalar_exp(pb.scale * s - lse[i]);  // P = exp(S - LSE)
+      ds[j] = dp;                                // dP = dO V^T
+    }
+    const float delta = pb.delta[g * pb.q_len + i];
+    for (std::size_t j = 0; j < visible; ++j) ds[j] = pb.scale * p[j] * (ds[j] - delta);
+    for (std::size_t j = 0; j < visible; ++j) {  // dQ = dS K
+      for (std::size_t c = 0; c < d; ++c) dq[i * d + c] += ds[j] * pb.k[j * d + c];
+    }
+  }
+}
+
+void naive_backward_key_rows(const BackwardProblem& pb, std::size_t g, KeyRange keys, Workspace&) {
+  const std::size_t n = pb.kv_len, d = pb.head_dim;
+  const float* q = pb.q + g * pb.q_len * d;
+  const float* d_o = pb.d_o + g * pb.q_len * d;
+  const float* lse = pb.lse + g * pb.q_len;
+  for (std::size_t j = keys.begin; j < keys.end; ++j) {
+    float* dk = pb.dk + j * d;
+    float* dv = pb.dv + j * d;
+    for (std::size_t i = pb.first_row_seeing(j); i < pb.q_len; ++i) {
+      if (lse[i] == kMinusInf) continue;  // a zero row: its P and dS were never written
+      const float p = pb.p[i * n + j], ds = pb.ds[i * n + j];
+      for (std::size_t c = 0; c < d; ++c) {
+        dv[c] += p * d_o[i * d + c];  // dV += P^T dO
+        dk[c] += ds * q[i * d + c];   // dK += dS^T Q
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnbench::kernels

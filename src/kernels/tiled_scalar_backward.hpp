@@ -1,0 +1,80 @@
+// tiled/scalar and tiled/autovec backward: FlashAttention-2's backward in plain loops. A task owns
+// a block of kBackwardKeys keys; for every query row that sees them it recomputes the weights from
+// the forward's log-sum-exp and
+//   p = exp(scale q.k - LSE),  dp = dO . v,  ds = scale p (dp - D)      (D = dO . O)
+//   dV_j += p dO_i,  dK_j += ds q_i  (the task's own accumulators)
+//   dQ_i += ds k_j                    (a row block's part, added in key block order)
+// Scratch: the key block's dK and dV accumulators and one row block's dQ part, whatever the
+// lengths. Compiled by tiled_scalar.cpp with auto-vectorisation off, by tiled_autovec.cpp with it
+// on.
+#pragma once
+
+#include "kernels/common.hpp"
+
+namespace attnbench::kernels {
+namespace {
+
+// Keys per task: enough rows x keys per dQ addition to amortise its wait; a multiple of nothing
+// in particular (the loops have no tiles), fixed so that sums run in one order for every thread
+// count.
+constexpr std::size_t kBackwardKeys = 64;
+
+void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, Workspace& ws) {
+  const std::size_t d = pb.head_dim;
+  const std::size_t j0 = keys.begin, bc = keys.end - keys.begin;
+  const std::size_t block = j0 / kBackwardKeys;
+  float* dk_acc = ws.take<float>(bc * d);
+  float* dv_acc = ws.take<float>(bc * d);
+  float* dq_part = ws.take<float>(kRowsPerTask * d);
+  for (std::size_t x = 0; x < bc * d; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
+
+  // NOTE: rows before first_row_seeing(j0) see none of the block's keys; their row blocks are
+  // skipped, and so are they by every later key block.
+  const std::size_t first = pb.first_row_seeing(j0) / kRowsPerTask * kRowsPerTask;
+  for (std::size_t g = 0; g < pb.group; ++g) {
+    const float* q = pb.q + g * pb.q_len * d;
+    const float* d_o = pb.d_o + g * pb.q_len * d;
+    const float* lse = pb.lse + g * pb.q_len;
+    const float* delta = pb.delta + g * pb.q_len;
+    float* dq = pb.dq + g * pb.q_len * d;
+    for (std::size_t i0 = first; i0 < pb.q_len; i0 += kRowsPerTask) {
+      const std::size_t rows = min_of(kRowsPerTask, pb.q_len - i0);
+      for (std::size_t x = 0; x < rows * d; ++x) dq_part[x] = 0.0f;
+      for (std::size_t r = 0; r < rows; ++r) {
+        const std::size_t i = i0 + r;
+        const std::size_t visible = pb.visible_keys(i);
+        if (visible <= j0 || lse[i] == kMinusInf) continue;  // sees no key here, or a zero row
+        const std::size_t count = min_of(bc, visible - j0);
+        const float* qi = q + i * d;
+        const float* doi = d_o + i * d;
+        float* dqi = dq_part + r * d;
+        for (std::size_t j = 0; j < count; ++j) {
+          const float* kj = pb.k + (j0 + j) * d;
+          const float* vj = pb.v + (j0 + j) * d;
+          float s = 0.0f, dp = 0.0f;
+          for (std::size_t c = 0; c < d; ++c) s += qi[c] * kj[c];
+          for (std::size_t c = 0; c < d; ++c) dp += doi[c] * vj[c];
+          const float p = scalar_exp(pb.scale * s - lse[i]);  // P = exp(S - LSE)
+          const float ds = pb.scale * p * (dp - delta[i]);    // dS = scale P (dP - D)
+          float* dkj = dk_acc + j * d;
+          float* dvj = dv_acc + j * d;
+          for (std::size_t c = 0; c < d; ++c) {
+            dvj[c] += p * doi[c];  // dV += P^T dO
+            dkj[c] += ds * qi[c];  // dK += dS^T Q
+            dqi[c] += ds * kj[c];  // dQ += dS K
+          }
+        }
+      }
+      pb.dq_order.wait(g, i0, block);
+      for (std::size_t x = 0; x < rows * d; ++x) dq[i0 * d + x] += dq_part[x];
+      pb.dq_order.done(g, i0, block);
+    }
+  }
+  for (std::size_t x = 0; x < bc * d; ++x) {
+    pb.dk[j0 * d + x] = dk_acc[x];
+    pb.dv[j0 * d + x] = dv_acc[x];
+  }
+}
+
+}  // namespace
+}  // namespace attnbench::kernels
