@@ -117,6 +117,112 @@ TEST(Validation, ExactlyAtBudgetIsAllowed) {
   EXPECT_NO_THROW(attention(*find_kernel("naive/scalar"), p.shape, p.options, p.tensors(o), ws));
 }
 
+// The backward pass: every bad call an Error naming the field and the value, before allocating
+// and without touching the gradients.
+struct BadBackward {
+  const char* what;
+  std::function<void(Shape&, Options&, Tensors&, Gradients&)> spoil;
+  const char* field;
+  const char* value;
+};
+void PrintTo(const BadBackward& bad, std::ostream* out) { *out << bad.what; }
+
+class BackwardValidation : public ::testing::TestWithParam<BadBackward> {};
+
+TEST_P(BackwardValidation, FailsWithFieldAndValueBeforeAllocating) {
+  const BadBackward& bad = GetParam();
+  Problem p = random_problem({2, 4, 2, 9, 11, 5}, false, 1);
+  std::vector<float> o(p.shape.q_elements()), lse(2 * 4 * 9), d_o(o.size(), 1.0f);
+  std::vector<float> dq(o.size(), 7.0f), dk(p.k.size(), 7.0f), dv(p.v.size(), 7.0f);
+  Shape shape = p.shape;
+  Options options = p.options;
+  Tensors tensors = p.tensors(o);
+  tensors.lse = lse.data();
+  Gradients gradients{d_o.data(), dq.data(), dk.data(), dv.data()};
+  bad.spoil(shape, options, tensors, gradients);
+  for (const Kernel& kernel : registry()) {
+    if (!kernel.available() || !kernel.has_backward()) continue;
+    Workspace ws;
+    try {
+      attention_backward(kernel, shape, options, tensors, gradients, ws);
+      ADD_FAILURE() << bad.what << ": no error from " << kernel.name;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.field(), bad.field) << e.what();
+      EXPECT_NE(std::string(e.what()).find(bad.value), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ws.peak_bytes(), 0u) << bad.what << ": allocated before failing";
+  }
+  for (const auto* t : {&dq, &dk, &dv}) {
+    for (float x : *t) ASSERT_EQ(x, 7.0f) << bad.what << ": gradient written";
+  }
+}
+
+const BadBackward kBadBackwards[] = {
+    {"zero head_dim", [](Shape& s, Options&, Tensors&, Gradients&) { s.head_dim = 0; },
+     "shape.head_dim", "0"},
+    {"no lse", [](Shape&, Options&, Tensors& t, Gradients&) { t.lse = nullptr; }, "tensors.lse",
+     "nullptr"},
+    {"no o", [](Shape&, Options&, Tensors& t, Gradients&) { t.o = nullptr; }, "tensors.o",
+     "nullptr"},
+    {"no d_o", [](Shape&, Options&, Tensors&, Gradients& g) { g.d_o = nullptr; }, "gradients.d_o",
+     "nullptr"},
+    {"no dk", [](Shape&, Options&, Tensors&, Gradients& g) { g.dk = nullptr; }, "gradients.dk",
+     "nullptr"},
+    {"dq overlaps d_o", [](Shape&, Options&, Tensors&, Gradients& g) { g.d_o = g.dq + 3; },
+     "gradients.dq", "overlaps input gradients.d_o"},
+    {"dv overlaps dk", [](Shape&, Options&, Tensors&, Gradients& g) { g.dv = g.dk + 1; },
+     "gradients.dv", "overlaps output gradients.dk"},
+    {"nan scale",
+     [](Shape&, Options& o, Tensors&, Gradients&) {
+       o.scale = std::numeric_limits<float>::quiet_NaN();
+     },
+     "options.scale", "nan"},
+};
+
+INSTANTIATE_TEST_SUITE_P(BadInput, BackwardValidation, ::testing::ValuesIn(kBadBackwards),
+                         [](const auto& info) { return test_name(info.param.what); });
+
+TEST(BackwardValidation, KernelWithoutBackwardIsNamed) {
+  for (const Kernel& kernel : registry()) {
+    if (!kernel.available() || kernel.has_backward()) continue;
+    Problem p = random_problem({1, 1, 1, 4, 4, 4}, false, 1);
+    std::vector<float> o(16), lse(4), d_o(16), dq(16), dk(16), dv(16);
+    Tensors t = p.tensors(o);
+    t.lse = lse.data();
+    Workspace ws;
+    try {
+      attention_backward(kernel, p.shape, p.options, t,
+                         Gradients{d_o.data(), dq.data(), dk.data(), dv.data()}, ws);
+      ADD_FAILURE() << kernel.name << " ran a backward it does not have";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.field(), "kernel");
+      EXPECT_NE(std::string(e.what()).find(kernel.name), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("no backward"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(BackwardValidation, NaivePAndDsOverBudgetFailBeforeAllocating) {
+  Problem p = random_problem({1, 1, 1, 300, 200, 4}, false, 2);
+  std::vector<float> o(p.shape.q_elements()), lse(300), d_o(o.size()), dq(o.size()), dk(p.k.size()),
+      dv(p.v.size());
+  Tensors t = p.tensors(o);
+  t.lse = lse.data();
+  Workspace ws;
+  attention(*find_kernel("naive/scalar"), p.shape, p.options, t, ws);
+  p.options.memory_budget_bytes = 2 * 300 * 200 * 4 - 1;
+  Workspace fresh;
+  try {
+    attention_backward(*find_kernel("naive/scalar"), p.shape, p.options, t,
+                       Gradients{d_o.data(), dq.data(), dk.data(), dv.data()}, fresh);
+    ADD_FAILURE() << "P and dS over budget accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "options.memory_budget_bytes");
+    EXPECT_NE(std::string(e.what()).find("need 480000 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(fresh.peak_bytes(), 0u);
+}
+
 TEST(Registry, NamesAreUniqueAndWellFormed) {
   std::set<std::string_view> seen;
   for (const Kernel& k : registry()) {

@@ -1,0 +1,166 @@
+// The backward pass's side of the test support: a backward run of a kernel (its own forward
+// first, for O and LSE, as a user would call them), the oracle's gradients, and the error
+// criterion every backward kernel must meet, one definition for the tests, the fuzzer and the
+// benchmark's oracle check.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "attnbench.hpp"
+#include "testing/error_bound.hpp"
+#include "testing/problem.hpp"
+
+namespace attnbench::testing {
+
+template <class Real>
+struct GradientsOf {
+  std::vector<Real> dq, dk, dv;
+};
+
+// dO for a problem: seeded standard normals.
+inline std::vector<float> random_output_gradient(const Problem& p, std::uint32_t seed) {
+  std::vector<float> d_o(p.shape.q_elements());
+  RandomFill(seed).normal(d_o);
+  return d_o;
+}
+
+template <class Real>
+GradientsOf<Real> reference_gradients(const Problem& p, const std::vector<float>& d_o) {
+  GradientsOf<Real> g{std::vector<Real>(p.shape.q_elements()),
+                      std::vector<Real>(p.shape.kv_elements()),
+                      std::vector<Real>(p.shape.kv_elements())};
+  reference_attention_backward<Real>(p.shape, p.options, p.q.data(), p.k.data(), p.v.data(),
+                                     d_o.data(), g.dq.data(), g.dk.data(), g.dv.data());
+  return g;
+}
+
+// The kernel's forward (O and LSE), then its backward on them. Poisoned outputs: every element
+// must be written.
+inline GradientsOf<float> run_backward(const Kernel& kernel, const Problem& p,
+                                       const std::vector<float>& d_o, Workspace& ws) {
+  std::vector<float> o(p.shape.q_elements()), lse(o.size() / p.shape.head_dim);
+  Tensors t = p.tensors(o);
+  t.lse = lse.data();
+  attention(kernel, p.shape, p.options, t, ws);
+  GradientsOf<float> g{std::vector<float>(p.shape.q_elements(), -12345.0f),
+                       std::vector<float>(p.shape.kv_elements(), -12345.0f),
+                       std::vector<float>(p.shape.kv_elements(), -12345.0f)};
+  attention_backward(kernel, p.shape, p.options, t,
+                     Gradients{d_o.data(), g.dq.data(), g.dk.data(), g.dv.data()}, ws);
+  return g;
+}
+
+// The error criterion, per gradient tensor. First FlashAttention's (its tests compare the fused
+// kernel's error with a plain evaluation's): the kernel's largest |error| against the float64
+// oracle is at most kPlainFactor times that of the same formulas in plain float32
+// (reference_attention_backward<float>). Why: how far float32 lands from the truth depends on the
+// problem's conditioning (cancellation in dP - D, large scores), which the plain evaluation
+// measures on this very problem; a kernel differs from it in summation order (blocked sums), its
+// exp (a few ulp), and in how it gets the weights: P = exp(s - LSE) with s recomputed by the
+// backward's own dot products and LSE from the forward's, against the plain exp(s - m) / l whose
+// largest weight is exact. That last difference is a relative error of P of the forward's own
+// order, (d + 2) u sigma, and plain float32 can be exact where it shows (one dominant key: p = 1),
+// so the bound adds the forward's row bound (testing/error_bound.hpp) as a floor:
+//   u (2 (d + 2) sigma + 2 n + 32) (max |gradient| + its terms' magnitude)
+// with sigma the largest |scale| sum_c |q_c k_jc| over the problem, n the longest row, and the
+// terms' magnitude |scale| max|dO| max|V| max|K| for dQ (max|Q| for dK; max|dO| for dV): a
+// gradient that is exactly zero (one key: dS = p (dp - D) = 0) is still a sum of such terms, each
+// rounded. A bug (a missed block, a wrong scale, a stale max) is orders of magnitude past it.
+// NaN and Inf must sit exactly where the oracle has them.
+inline constexpr double kPlainFactor = 4.0;
+
+struct GradientCheck {
+  std::string tensor;                  // "dq", "dk" or "dv"
+  double error = 0;                    // the kernel's largest |error|
+  double plain = 0;                    // plain float32's largest |error|
+  double allowed = 0;                  // the bound
+  std::optional<std::string> failure;  // the first element out of bound or special mismatch
+};
+
+inline double largest_magnitude(const std::vector<float>& t) {
+  double m = 0;
+  for (float x : t) m = std::fmax(m, std::fabs(double(x)));  // fmax skips NaN
+  return m;
+}
+
+// u (2 (d + 2) sigma + 2 n + 32): the forward's relative rounding, over the whole problem.
+inline double forward_rounding(const Problem& p) {
+  const ProblemView view = p.view();
+  double worst = 0;
+  for (std::size_t b = 0; b < p.shape.batch; ++b) {
+    for (std::size_t h = 0; h < p.shape.q_heads; ++h) {
+      for (std::size_t i = 0; i < p.shape.q_len; ++i) {
+        const RowView r = row_view(view, b, h, i);
+        double sigma = 0;
+        for (std::size_t j = 0; j < r.n; ++j) {
+          double sum = 0;
+          for (std::size_t c = 0; c < p.shape.head_dim; ++c)
+            sum += std::fabs(double(r.q[c]) * double(r.k[j * p.shape.head_dim + c]));
+          sigma = std::fmax(sigma, sum);
+        }
+        sigma *= std::fabs(double(effective_scale(p.shape, p.options)));
+        worst = std::fmax(worst, 2.0 * double(p.shape.head_dim + 2) * sigma + 2.0 * double(r.n));
+      }
+    }
+  }
+  return std::ldexp(worst + 32.0, -24);
+}
+
+// One gradient tensor: `floor` is the forward's rounding times the tensor's magnitude (above).
+inline GradientCheck check_gradient(const char* name, const std::vector<float>& got,
+                                    const std::vector<float>& plain, const std::vector<double>& ref,
+                                    double floor) {
+  GradientCheck c{name};
+  for (std::size_t x = 0; x < ref.size(); ++x) {
+    if (std::isfinite(ref[x])) c.plain = std::fmax(c.plain, std::fabs(double(plain[x]) - ref[x]));
+  }
+  c.allowed = kPlainFactor * c.plain + floor;
+  for (std::size_t x = 0; x < ref.size(); ++x) {
+    const double want = ref[x], have = got[x];
+    std::ostringstream why;
+    if (!std::isfinite(want)) {
+      const bool same = std::isnan(want) ? std::isnan(have) : have == want;
+      if (!same && !c.failure) {
+        why << name << "[" << x << "] = " << have << ", oracle " << want;
+        c.failure = why.str();
+      }
+      continue;
+    }
+    const double error = std::fabs(have - want);
+    if (!(error <= c.allowed) && !c.failure) {
+      why << name << "[" << x << "] = " << have << ", oracle " << want << ": error " << error
+          << " > " << c.allowed << " (" << kPlainFactor << " x plain float32's " << c.plain
+          << " + floor " << floor << ")";
+      c.failure = why.str();
+    }
+    c.error = std::fmax(c.error, std::isnan(error) ? INFINITY : error);
+  }
+  return c;
+}
+
+// All three gradients of problem `p` with output gradient `d_o`.
+inline std::vector<GradientCheck> check_gradients(const Problem& p, const std::vector<float>& d_o,
+                                                  const GradientsOf<float>& got,
+                                                  const GradientsOf<float>& plain,
+                                                  const GradientsOf<double>& ref) {
+  const double rounding = forward_rounding(p);
+  const double scale = std::fabs(double(effective_scale(p.shape, p.options)));
+  const double d_o_max = largest_magnitude(d_o), v_max = largest_magnitude(p.v);
+  auto floor = [&](const std::vector<double>& ref_t, double terms) {
+    double largest = 0;
+    for (double x : ref_t) largest = std::fmax(largest, std::fabs(x));  // fmax skips NaN
+    return rounding * (largest + terms);
+  };
+  const double dq_terms = scale * d_o_max * v_max * largest_magnitude(p.k);
+  const double dk_terms = scale * d_o_max * v_max * largest_magnitude(p.q);
+  return {check_gradient("dq", got.dq, plain.dq, ref.dq, floor(ref.dq, dq_terms)),
+          check_gradient("dk", got.dk, plain.dk, ref.dk, floor(ref.dk, dk_terms)),
+          check_gradient("dv", got.dv, plain.dv, ref.dv, floor(ref.dv, d_o_max))};
+}
+
+}  // namespace attnbench::testing
