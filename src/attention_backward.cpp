@@ -21,6 +21,16 @@
 
 namespace attnbench {
 
+namespace {
+
+// Floats per row of the naive backward's P and dS.
+std::size_t naive_row_floats(const Shape& shape) {
+  return (shape.kv_len + kernels::kNaiveRowAlign - 1) / kernels::kNaiveRowAlign *
+         kernels::kNaiveRowAlign;
+}
+
+}  // namespace
+
 void validate_backward(const Kernel& requested, const Shape& shape, const Options& options,
                        const Tensors& forward, const Gradients& gradients) {
   const Kernel& kernel = resolve(requested);
@@ -44,12 +54,14 @@ void validate_backward(const Kernel& requested, const Shape& shape, const Option
   if (kernel.strategy == Strategy::naive) {
     const std::size_t budget =
         options.memory_budget_bytes ? options.memory_budget_bytes : default_memory_budget();
-    const std::size_t needed = 2 * naive_score_bytes(shape);
+    const std::size_t row = naive_row_floats(shape);
+    const std::size_t needed = driver::checked_product({2, shape.q_len, row, sizeof(float)},
+                                                       "naive P and dS", "2 x q_len x kv_len x 4");
     if (needed > budget) {
       throw Error("options.memory_budget_bytes", std::to_string(budget),
                   "the naive backward's P and dS need " + std::to_string(needed) +
                       " bytes (2 x q_len " + std::to_string(shape.q_len) + " x kv_len " +
-                      std::to_string(shape.kv_len) +
+                      std::to_string(shape.kv_len) + " padded to " + std::to_string(row) +
                       " x 4); use a tiled kernel or raise the budget");
     }
   }
@@ -108,6 +120,9 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
   auto* next = ws.take<std::atomic<std::uint32_t>>(heads * row_blocks);
   for (std::size_t x = 0; x < heads * row_blocks; ++x) new (next + x) std::atomic<std::uint32_t>(0);
 
+  const std::size_t key_block = code.key_block(d);
+  const std::size_t key_blocks = (shape.kv_len + key_block - 1) / key_block;
+
   // The key/value head kv (batch * kv_heads + its index) and its group of query heads, which are
   // consecutive: query head h of batch b reads key/value head h / group.
   auto problem = [&](std::size_t kv) {
@@ -130,13 +145,12 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
         .head_dim = d,
         .scale = effective_scale(shape, options),
         .causal = options.causal,
+        .key_block = key_block,
         .dq_order = kernels::DqOrder(next + first_head * row_blocks, row_blocks),
     };
   };
-  const std::size_t key_blocks = (shape.kv_len + code.key_block - 1) / code.key_block;
   auto key_range = [&](std::size_t block) {
-    return kernels::KeyRange{block * code.key_block,
-                             std::min((block + 1) * code.key_block, shape.kv_len)};
+    return kernels::KeyRange{block * key_block, std::min((block + 1) * key_block, shape.kv_len)};
   };
 
   if (code.keys != nullptr) {
@@ -149,14 +163,16 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
   }
 
   // Pass 3, naive: one query head at a time, its P and dS materialised.
-  float* p = ws.take<float>(shape.q_len * shape.kv_len);
-  float* ds = ws.take<float>(shape.q_len * shape.kv_len);
+  const std::size_t p_stride = naive_row_floats(shape);
+  float* p = ws.take<float>(shape.q_len * p_stride);
+  float* ds = ws.take<float>(shape.q_len * p_stride);
   const std::size_t block = tasks.parallel() ? kernels::kRowsPerTask : shape.q_len;
   const std::size_t blocks_per_head = (shape.q_len + block - 1) / block;
   for (std::size_t kv = 0; kv < kv_heads; ++kv) {
     kernels::BackwardProblem head = problem(kv);
     head.p = p;
     head.ds = ds;
+    head.p_stride = p_stride;
     for (std::size_t g = 0; g < group; ++g) {
       tasks.run(blocks_per_head, [&](std::size_t b, Workspace& local) {
         Workspace::Scope scope(local);

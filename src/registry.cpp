@@ -87,7 +87,7 @@ std::span<const kernels::SimdTable* const> kernels::simd_tables() { return kSimd
 
 bool Kernel::has_backward() const {
   const Kernel& runs = resolve(*this);
-  return runs.code != nullptr && runs.code->backward.key_block != 0;
+  return runs.code != nullptr && runs.code->backward.key_block != nullptr;
 }
 
 bool Kernel::available() const {

@@ -84,6 +84,10 @@ inline constexpr std::size_t kPackKeys = 256;
 // blocks and a row's arithmetic within it is the same as in an unsplit call's blocks.
 inline constexpr std::size_t kKeyChunk = 2048;
 
+// Floats a row of the naive backward's materialised P and dS is padded to: the widest panel of
+// NR keys (AVX-512: 32).
+inline constexpr std::size_t kNaiveRowAlign = 32;
+
 // The order in which key blocks add to dQ in the backward pass. A backward task owns one key
 // block of one key/value head: it accumulates that block's dK and dV alone, and adds its
 // contribution to the dQ rows of every query row block that sees it. For dQ to be the same bits
@@ -141,10 +145,13 @@ struct BackwardProblem {
   std::size_t head_dim;
   float scale;
   bool causal;
-  DqOrder dq_order;  // heads counted from the group's first query head
-  // Naive kernels: the query head's materialised P and dS, [q_len][kv_len] each.
+  std::size_t key_block;  // Backward::key_block(head_dim): a task's keys start at its multiples
+  DqOrder dq_order;       // heads counted from the group's first query head
+  // Naive kernels: the query head's materialised P and dS, q_len rows of p_stride floats each
+  // (kv_len rounded up to kNaiveRowAlign, so that every row starts on a whole SIMD panel).
   float* p = nullptr;
   float* ds = nullptr;
+  std::size_t p_stride = 0;
 
   std::size_t visible_keys(std::size_t i) const {
     return attnbench::visible_keys(Shape{.q_len = q_len, .kv_len = kv_len}, causal, i);
@@ -195,10 +202,10 @@ struct KvPacking {
 // Naive: per query head g of the group, `rows` materialises that head's P and dS rows in
 // problem.p and problem.ds and writes dQ = dS K for them; then `key_rows` adds P^T dO and dS^T Q
 // to dV and dK for key block `keys`, over every row.
-// `key_block` is fixed per kernel, never per thread count, so that every sum runs in the same
-// order whatever the threads.
+// `key_block(head_dim)` depends on the kernel, the head dim and the caches this CPU reports,
+// never on the thread count, so that every sum runs in the same order whatever the threads.
 struct Backward {
-  std::size_t key_block = 0;
+  std::size_t (*key_block)(std::size_t head_dim) = nullptr;
   void (*keys)(const BackwardProblem& problem, KeyRange keys, Workspace& ws) = nullptr;
   void (*rows)(const BackwardProblem& problem, std::size_t g, RowRange rows,
                Workspace& ws) = nullptr;
@@ -212,7 +219,7 @@ struct Backward {
 struct KernelCode {
   Forward forward;
   KvPacking packing = {};  // none: the kernel reads K and V as they are
-  Backward backward = {};  // none: key_block 0
+  Backward backward = {};  // none: all null
 };
 
 // One ISA's SIMD kernels: naive_simd.hpp and tiled_simd.hpp instantiated for that ISA by its one

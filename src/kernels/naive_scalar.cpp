@@ -8,7 +8,7 @@ namespace attnbench::kernels {
 
 constexpr KernelCode naive_scalar{
     .forward = {.rows = naive_loops},
-    .backward = {.key_block = kNaiveBackwardKeys,
+    .backward = {.key_block = naive_backward_key_block,
                  .rows = naive_backward_rows,
                  .key_rows = naive_backward_key_rows},
 };

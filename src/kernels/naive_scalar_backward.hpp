@@ -13,9 +13,10 @@ namespace {
 
 // Keys per dK/dV task.
 constexpr std::size_t kNaiveBackwardKeys = 64;
+std::size_t naive_backward_key_block(std::size_t) { return kNaiveBackwardKeys; }
 
 void naive_backward_rows(const BackwardProblem& pb, std::size_t g, RowRange rows, Workspace&) {
-  const std::size_t n = pb.kv_len, d = pb.head_dim;
+  const std::size_t n = pb.p_stride, d = pb.head_dim;
   const float* q = pb.q + g * pb.q_len * d;
   const float* d_o = pb.d_o + g * pb.q_len * d;
   const float* lse = pb.lse + g * pb.q_len;
@@ -41,7 +42,7 @@ void naive_backward_rows(const BackwardProblem& pb, std::size_t g, RowRange rows
 }
 
 void naive_backward_key_rows(const BackwardProblem& pb, std::size_t g, KeyRange keys, Workspace&) {
-  const std::size_t n = pb.kv_len, d = pb.head_dim;
+  const std::size_t n = pb.p_stride, d = pb.head_dim;
   const float* q = pb.q + g * pb.q_len * d;
   const float* d_o = pb.d_o + g * pb.q_len * d;
   const float* lse = pb.lse + g * pb.q_len;

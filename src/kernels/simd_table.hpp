@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kernels/naive_simd.hpp"
+#include "kernels/simd_backward.hpp"
 #include "kernels/tiled_simd.hpp"
 
 namespace attnbench::kernels {
@@ -28,11 +29,20 @@ void tiled_partial(const HeadProblem& head, RowRange rows, KeyRange keys, Partia
 template <class Arch>
 constexpr SimdTable simd_table(Isa isa) {
   const KvPacking packing{Simd<Arch>::packed_floats, Simd<Arch>::pack};
+  const KvPacking backward_packing{SimdBackward<Arch>::packed_floats, SimdBackward<Arch>::pack};
   return SimdTable{
       .isa = isa,
-      .naive = {.forward = {.rows = naive_rows<Arch>}, .packing = packing},
+      .naive = {.forward = {.rows = naive_rows<Arch>},
+                .packing = packing,
+                .backward = {.key_block = SimdBackward<Arch>::key_block,
+                             .rows = NaiveSimdBackward<Arch>::rows,
+                             .key_rows = NaiveSimdBackward<Arch>::key_rows,
+                             .packing = backward_packing}},
       .tiled = {.forward = {.rows = tiled_rows<Arch>, .partial = tiled_partial<Arch>},
-                .packing = packing},
+                .packing = packing,
+                .backward = {.key_block = SimdBackward<Arch>::key_block,
+                             .keys = TiledSimdBackward<Arch>::keys,
+                             .packing = backward_packing}},
       .exp = Simd<Arch>::exp_array,
       .softmax_row = Simd<Arch>::softmax_row,
   };

@@ -8,7 +8,7 @@ namespace attnbench::kernels {
 
 constexpr KernelCode tiled_scalar{
     .forward = {.rows = tiled_rows, .partial = tiled_partial},
-    .backward = {.key_block = kBackwardKeys, .keys = tiled_backward_keys},
+    .backward = {.key_block = backward_key_block, .keys = tiled_backward_keys},
 };
 
 }  // namespace attnbench::kernels

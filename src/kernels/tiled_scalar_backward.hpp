@@ -18,11 +18,12 @@ namespace {
 // in particular (the loops have no tiles), fixed so that sums run in one order for every thread
 // count.
 constexpr std::size_t kBackwardKeys = 64;
+std::size_t backward_key_block(std::size_t) { return kBackwardKeys; }
 
 void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, Workspace& ws) {
   const std::size_t d = pb.head_dim;
   const std::size_t j0 = keys.begin, bc = keys.end - keys.begin;
-  const std::size_t block = j0 / kBackwardKeys;
+  const std::size_t block = j0 / pb.key_block;
   float* dk_acc = ws.take<float>(bc * d);
   float* dv_acc = ws.take<float>(bc * d);
   float* dq_part = ws.take<float>(kRowsPerTask * d);

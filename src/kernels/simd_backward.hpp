@@ -1,0 +1,376 @@
+// The SIMD backward pass, naive and tiled, written once over the xsimd architecture `Arch` with
+// the forward's micro-kernels (simd_common.hpp) and instantiated per ISA by simd_<isa>.cpp.
+//
+// Both strategies compute, for a group of MR query rows against a block of keys:
+//   S = Q K^T and dP = dO V^T           (score micro-kernel, K^T and V^T packed in panels)
+//   P = exp(scale S - LSE)              (the forward's log-sum-exp: no max, no sum)
+//   dS = scale P (dP - D), D = dO . O   (the scale of dQ and dK folded in once)
+//   dQ += dS K                          (blend micro-kernel, K packed in rows)
+// and, from P and dS transposed to [keys][rows],
+//   dV += P^T dO,  dK += dS^T Q         (blend micro-kernel over rows)
+// Tiled: a task owns a block of keys (dK and dV in its scratch), visits every query row block
+// that sees it, and adds its dQ part in key block order (DqOrder). Naive: P and dS of a whole
+// head are materialised by row tasks (which write dQ), then read back by key tasks.
+#pragma once
+
+#include <unistd.h>
+
+#include "kernels/simd_common.hpp"
+
+namespace attnbench::kernels {
+namespace {
+
+template <class Arch>
+struct SimdBackward : Simd<Arch> {
+  using S = Simd<Arch>;
+  using S::Br;
+  using S::MR;
+  using S::NR;
+  using S::W;
+  using typename S::batch;
+  static_assert(Br == kRowsPerTask, "dQ's addition order counts row blocks of kRowsPerTask");
+
+  // ---------------------------------------------------------------------------------------------
+  // Packing, once per (batch, key/value head)
+  // ---------------------------------------------------------------------------------------------
+  // NOTE: the packed head is K^T in panels of NR keys ([head_dim][NR] each, keys past kv_len
+  // zero), then V^T in the same panels (for dP = dO V^T), then K in rows padded to a multiple of
+  // W columns (for dQ = dS K).
+  static std::size_t packed_floats(std::size_t kv_len, std::size_t d) {
+    return 2 * S::padded_keys(kv_len) * d + kv_len * S::padded_dim(d);
+  }
+  static const float* vt_panels(const float* packed, std::size_t kv_len, std::size_t d) {
+    return packed + S::padded_keys(kv_len) * d;
+  }
+  static const float* k_rows(const float* packed, std::size_t kv_len, std::size_t d) {
+    return packed + 2 * S::padded_keys(kv_len) * d;
+  }
+
+  static void pack(const float* k, const float* v, std::size_t kv_len, std::size_t d,
+                   std::size_t first, std::size_t last, float* packed) {
+    const std::size_t panels_end = last == kv_len ? S::padded_keys(kv_len) : last;
+    float* vt = packed + S::padded_keys(kv_len) * d;
+    for (std::size_t j0 = first; j0 < panels_end; j0 += NR) {
+      for (std::size_t c = 0; c < d; ++c) {
+        for (std::size_t j = 0; j < NR; ++j) {
+          const bool key = j0 + j < kv_len;
+          packed[j0 * d + c * NR + j] = key ? k[(j0 + j) * d + c] : 0.0f;
+          vt[j0 * d + c * NR + j] = key ? v[(j0 + j) * d + c] : 0.0f;
+        }
+      }
+    }
+    const std::size_t dp = S::padded_dim(d);
+    float* rows = packed + 2 * S::padded_keys(kv_len) * d;
+    for (std::size_t j = first; j < last; ++j) {
+      for (std::size_t c = 0; c < dp; ++c) rows[j * dp + c] = c < d ? k[j * d + c] : 0.0f;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Block sizes
+  // ---------------------------------------------------------------------------------------------
+
+  // Keys per tiled task, Bk: what one row block's visit touches, the task's dK and dV
+  // accumulators (2 Bk dp floats), its keys' K^T, V^T and K rows (3 Bk d), P^T and dS^T (2 Bk Br)
+  // and the row block's padded Q, dO and dQ part (3 Br dp), fits in three quarters of the L2 this
+  // CPU reports, so that only Q and dO stream from farther away. 96 keys (a multiple of every
+  // ISA's NR and of MR) where it fits, else 64 or 32 (whole panels still). Smaller blocks also
+  // make more tasks, which two threads share more evenly.
+  static std::size_t key_block(std::size_t d) {
+    const std::size_t dp = S::padded_dim(d);
+    const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    const std::size_t l2 = reported > 0 ? std::size_t(reported) : std::size_t{512} << 10;
+    for (std::size_t bk : {std::size_t{96}, std::size_t{64}}) {
+      const std::size_t floats = 2 * bk * dp + 3 * bk * d + 2 * bk * Br + 3 * Br * dp;
+      if (floats * sizeof(float) <= l2 / 4 * 3) return bk;
+    }
+    return 32;
+  }
+  static constexpr std::size_t kMaxKeys = 96;
+  static_assert(kMaxKeys % NR == 0 && 64 % NR == 0 && 32 % NR == 0,
+                "a key block must be whole panels");
+
+  // ---------------------------------------------------------------------------------------------
+  // The pieces
+  // ---------------------------------------------------------------------------------------------
+
+  // Lanes [0, count) of the vector at key `first` stay; the rest become 0.
+  static batch zero_after(batch x, std::size_t first, std::size_t count) {
+    if (first + W <= count) return x;
+    alignas(64) static constexpr float kLane[16] = {0, 1, 2,  3,  4,  5,  6,  7,
+                                                    8, 9, 10, 11, 12, 13, 14, 15};
+    const batch lane = batch::load_aligned(kLane) + batch(static_cast<float>(first));
+    return xsimd::select(lane < batch(static_cast<float>(count)), x, batch(0.0f));
+  }
+
+  // For the mr rows of one group (their Q and dO rows at q and d_o, their LSE and D at lse and
+  // delta) against a key block (its K^T and V^T panels at kt and vt): P into p and dS into ds
+  // (tiles of rows with `stride` floats), over each row's keys.count[r] keys and zero after them
+  // up to `fill` keys (a multiple of W).
+  static void group_gradients(const float* q, const float* d_o, std::size_t d, const float* kt,
+                              const float* vt, const float* lse, const float* delta, float scale,
+                              std::size_t mr, const typename S::BlockKeys& keys, std::size_t fill,
+                              float* p, float* ds, std::size_t stride) {
+    S::score_group(q, mr, d, kt, keys.widest, p, stride);     // S = Q K^T
+    S::score_group(d_o, mr, d, vt, keys.widest, ds, stride);  // dP = dO V^T
+    const batch sc(scale);
+    for (std::size_t r = 0; r < mr; ++r) {
+      float* pr = p + r * stride;
+      float* dr = ds + r * stride;
+      const std::size_t count = keys.count[r];
+      const batch lse_r(lse[r]), delta_r(delta[r]);
+      for (std::size_t j = 0; j < fill; j += W) {
+        if (j >= count) {
+          batch(0.0f).store_aligned(pr + j);
+          batch(0.0f).store_aligned(dr + j);
+          continue;
+        }
+        // P = exp(scale S - LSE); keys past count: exp(-inf) = 0.
+        const batch pj = S::exp(S::mask_after(batch::load_aligned(pr + j) * sc - lse_r, j, count));
+        // dS = scale P (dP - D); past count 0, whatever dP holds there (a NaN in a masked V).
+        const batch dsj = zero_after(sc * pj * (batch::load_aligned(dr + j) - delta_r), j, count);
+        pj.store_aligned(pr + j);
+        dsj.store_aligned(dr + j);
+      }
+    }
+  }
+
+  // acc[k] += sum over rows r in [first[k], rows) of pt[k][r] * b[r], for keys k in [0, keys):
+  // dV += P^T dO and dK += dS^T Q with P^T, dS^T as [keys][rows] (row stride pt_stride) and b
+  // the padded rows. A key's rows start at first[k] (non-decreasing in k), so that no key
+  // multiplies a row that does not see it (a NaN in that row's Q or dO must not leak in): each
+  // group of MR keys runs over the rows all of them see, then each key over its few more.
+  static void blend_keys(const float* pt, std::size_t pt_stride, const float* b, std::size_t rows,
+                         const std::size_t* first, std::size_t keys, std::size_t dp, float* acc) {
+    for (std::size_t k0 = 0; k0 < keys; k0 += MR) {
+      const std::size_t kr = min_of(MR, keys - k0);
+      const std::size_t common = first[k0 + kr - 1];
+      if (common < rows) {
+        S::blend_rows(kr, pt + k0 * pt_stride + common, pt_stride, b + common * dp, dp,
+                      rows - common, nullptr, acc + k0 * dp);
+      }
+      for (std::size_t k = k0; k < k0 + kr; ++k) {
+        if (first[k] < common) {
+          S::blend_rows(1, pt + k * pt_stride + first[k], pt_stride, b + first[k] * dp, dp,
+                        common - first[k], nullptr, acc + k * dp);
+        }
+      }
+    }
+  }
+
+  // Row r of a tensor padded to dp columns (zeros past d), or all zeros.
+  static void pad_row(const float* row, bool keep, std::size_t d, std::size_t dp, float* out) {
+    for (std::size_t c = 0; c < dp; ++c) out[c] = keep && c < d ? row[c] : 0.0f;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// tiled/simd backward: one task per key block
+// ---------------------------------------------------------------------------------------------
+
+template <class Arch>
+struct TiledSimdBackward : SimdBackward<Arch> {
+  using B = SimdBackward<Arch>;
+  using S = Simd<Arch>;
+  using B::Br;
+  using B::MR;
+
+  static void keys(const BackwardProblem& pb, KeyRange keys, Workspace& ws) {
+    const std::size_t d = pb.head_dim, dp = S::padded_dim(d);
+    const std::size_t j0 = keys.begin, bc = keys.end - keys.begin, Bk = pb.key_block;
+    const std::size_t fill = round_up(bc, S::NR);
+    const std::size_t block = j0 / Bk;
+    const float* kt = pb.kv_packed + j0 * d;
+    const float* vt = B::vt_panels(pb.kv_packed, pb.kv_len, d) + j0 * d;
+    const float* k_rows = B::k_rows(pb.kv_packed, pb.kv_len, d) + j0 * dp;
+    float* dk_acc = ws.take<float>(Bk * dp);
+    float* dv_acc = ws.take<float>(Bk * dp);
+    float* q_pad = ws.take<float>(Br * dp);
+    float* d_o_pad = ws.take<float>(Br * dp);
+    float* dq_part = ws.take<float>(Br * dp);
+    float* p_tile = ws.take<float>(MR * Bk);
+    float* ds_tile = ws.take<float>(MR * Bk);
+    float* pt = ws.take<float>(Bk * Br);   // P^T of the row block
+    float* dst = ws.take<float>(Bk * Br);  // dS^T
+    std::size_t* count = ws.take<std::size_t>(Br);
+    std::size_t* first = ws.take<std::size_t>(Bk);
+    for (std::size_t x = 0; x < bc * dp; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
+
+    // NOTE: row blocks before the one holding first_row_seeing(j0) see none of these keys; they
+    // are skipped here and by every later key block, so dQ's counters stay in step.
+    const std::size_t first_block = pb.first_row_seeing(j0) / Br * Br;
+    for (std::size_t g = 0; g < pb.group; ++g) {
+      const float* q = pb.q + g * pb.q_len * d;
+      const float* d_o = pb.d_o + g * pb.q_len * d;
+      const float* lse = pb.lse + g * pb.q_len;
+      const float* delta = pb.delta + g * pb.q_len;
+      float* dq = pb.dq + g * pb.q_len * d;
+      for (std::size_t i0 = first_block; i0 < pb.q_len; i0 += Br) {
+        const std::size_t br = min_of(Br, pb.q_len - i0);
+        // Keys of the block each row sees (0 for a zero row, LSE = -inf); a row that sees none
+        // enters the products as zeros.
+        for (std::size_t r = 0; r < br; ++r) {
+          const std::size_t visible = pb.visible_keys(i0 + r);
+          count[r] = visible <= j0 || lse[i0 + r] == kMinusInf ? 0 : min_of(bc, visible - j0);
+          B::pad_row(q + (i0 + r) * d, count[r] > 0, d, dp, q_pad + r * dp);
+          B::pad_row(d_o + (i0 + r) * d, count[r] > 0, d, dp, d_o_pad + r * dp);
+        }
+        for (std::size_t x = 0; x < br * dp; ++x) dq_part[x] = 0.0f;
+
+        for (std::size_t g0 = 0; g0 < br; g0 += MR) {
+          const std::size_t mr = min_of(MR, br - g0);
+          typename S::BlockKeys seen{{}, bc, 0};
+          for (std::size_t r = 0; r < mr; ++r) {
+            seen.count[r] = count[g0 + r];
+            seen.common = min_of(seen.common, seen.count[r]);
+            seen.widest = seen.count[r] > seen.widest ? seen.count[r] : seen.widest;
+          }
+          if (seen.widest == 0) {
+            for (std::size_t k = 0; k < bc; ++k) {
+              for (std::size_t r = 0; r < mr; ++r) pt[k * Br + g0 + r] = dst[k * Br + g0 + r] = 0;
+            }
+            continue;
+          }
+          B::group_gradients(q + (i0 + g0) * d, d_o + (i0 + g0) * d, d, kt, vt, lse + i0 + g0,
+                             delta + i0 + g0, pb.scale, mr, seen, fill, p_tile, ds_tile, Bk);
+          // dQ part += dS K over each row's own keys.
+          S::blend_group(mr, seen, ds_tile, Bk, k_rows, dp, nullptr, dq_part + g0 * dp);
+          for (std::size_t k = 0; k < bc; ++k) {
+            for (std::size_t r = 0; r < mr; ++r) {
+              pt[k * Br + g0 + r] = p_tile[r * Bk + k];
+              dst[k * Br + g0 + r] = ds_tile[r * Bk + k];
+            }
+          }
+        }
+
+        // The first row of the block that sees key k: past every row that sees some keys of the
+        // block but not k (rows that see none are zeros and may be included).
+        for (std::size_t k = 0; k < bc; ++k) first[k] = 0;
+        for (std::size_t r = 0; r < br; ++r) {
+          if (count[r] == 0 || count[r] == bc) continue;
+          for (std::size_t k = count[r]; k < bc; ++k) first[k] = r + 1;
+        }
+        B::blend_keys(pt, Br, d_o_pad, br, first, bc, dp, dv_acc);  // dV += P^T dO
+        B::blend_keys(dst, Br, q_pad, br, first, bc, dp, dk_acc);   // dK += dS^T Q
+
+        pb.dq_order.wait(g, i0, block);
+        for (std::size_t r = 0; r < br; ++r) {
+          float* row = dq + (i0 + r) * d;
+          const float* part = dq_part + r * dp;
+          std::size_t c = 0;
+          for (; c + S::W <= d; c += S::W) {
+            (S::batch::load_unaligned(row + c) + S::batch::load_aligned(part + c))
+                .store_unaligned(row + c);
+          }
+          for (; c < d; ++c) row[c] += part[c];
+        }
+        pb.dq_order.done(g, i0, block);
+      }
+    }
+    for (std::size_t k = 0; k < bc; ++k) {
+      for (std::size_t c = 0; c < d; ++c) {
+        pb.dk[(j0 + k) * d + c] = dk_acc[k * dp + c];
+        pb.dv[(j0 + k) * d + c] = dv_acc[k * dp + c];
+      }
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// naive/simd backward: P and dS materialised
+// ---------------------------------------------------------------------------------------------
+
+template <class Arch>
+struct NaiveSimdBackward : SimdBackward<Arch> {
+  using B = SimdBackward<Arch>;
+  using S = Simd<Arch>;
+  using B::Br;
+  using B::MR;
+
+  // P and dS rows of query head g, and dQ = dS K for them.
+  static void rows(const BackwardProblem& pb, std::size_t g, RowRange rows, Workspace& ws) {
+    static_assert(kNaiveRowAlign % S::NR == 0, "P's rows must be whole panels");
+    const std::size_t d = pb.head_dim, dp = S::padded_dim(d);
+    const std::size_t stride = pb.p_stride;
+    const std::size_t Bk = pb.key_block;
+    const float* q = pb.q + g * pb.q_len * d;
+    const float* d_o = pb.d_o + g * pb.q_len * d;
+    const float* lse = pb.lse + g * pb.q_len;
+    const float* delta = pb.delta + g * pb.q_len;
+    const float* k_rows = B::k_rows(pb.kv_packed, pb.kv_len, d);
+    float* dq_acc = ws.take<float>(Br * dp);
+    for (std::size_t i0 = rows.begin; i0 < rows.end; i0 += Br) {
+      const std::size_t br = min_of(Br, rows.end - i0);
+      for (std::size_t x = 0; x < br * dp; ++x) dq_acc[x] = 0.0f;
+      const std::size_t last_key = pb.visible_keys(i0 + br - 1);
+      for (std::size_t j0 = 0; j0 < last_key; j0 += Bk) {
+        const std::size_t bc = min_of(Bk, last_key - j0);
+        for (std::size_t g0 = 0; g0 < br; g0 += MR) {
+          const std::size_t mr = min_of(MR, br - g0);
+          typename S::BlockKeys seen{{}, bc, 0};
+          for (std::size_t r = 0; r < mr; ++r) {
+            const std::size_t i = i0 + g0 + r, visible = pb.visible_keys(i);
+            seen.count[r] = visible <= j0 || lse[i] == kMinusInf ? 0 : min_of(bc, visible - j0);
+            seen.common = min_of(seen.common, seen.count[r]);
+            seen.widest = seen.count[r] > seen.widest ? seen.count[r] : seen.widest;
+          }
+          if (seen.widest == 0) continue;
+          float* p = pb.p + (i0 + g0) * stride + j0;
+          float* ds = pb.ds + (i0 + g0) * stride + j0;
+          B::group_gradients(q + (i0 + g0) * d, d_o + (i0 + g0) * d, d, pb.kv_packed + j0 * d,
+                             B::vt_panels(pb.kv_packed, pb.kv_len, d) + j0 * d, lse + i0 + g0,
+                             delta + i0 + g0, pb.scale, mr, seen, round_up(bc, S::W), p, ds,
+                             stride);
+          S::blend_group(mr, seen, ds, stride, k_rows + j0 * dp, dp, nullptr, dq_acc + g0 * dp);
+        }
+      }
+      for (std::size_t r = 0; r < br; ++r) {
+        for (std::size_t c = 0; c < d; ++c) {
+          pb.dq[(g * pb.q_len + i0 + r) * d + c] = dq_acc[r * dp + c];
+        }
+      }
+    }
+  }
+
+  // dV += P^T dO and dK += dS^T Q for keys `keys`, over every row of query head g that sees them.
+  static void key_rows(const BackwardProblem& pb, std::size_t g, KeyRange keys, Workspace& ws) {
+    const std::size_t d = pb.head_dim, dp = S::padded_dim(d);
+    const std::size_t stride = pb.p_stride;
+    const std::size_t j0 = keys.begin, bk = keys.end - keys.begin;
+    const float* q = pb.q + g * pb.q_len * d;
+    const float* d_o = pb.d_o + g * pb.q_len * d;
+    const float* lse = pb.lse + g * pb.q_len;
+    const std::size_t r0 = pb.first_row_seeing(j0), rows = pb.q_len - r0;
+    float* q_pad = ws.take<float>(rows * dp);
+    float* d_o_pad = ws.take<float>(rows * dp);
+    float* pt = ws.take<float>(bk * rows);
+    float* dst = ws.take<float>(bk * rows);
+    float* dk_acc = ws.take<float>(bk * dp);
+    float* dv_acc = ws.take<float>(bk * dp);
+    std::size_t* first = ws.take<std::size_t>(bk);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const bool weighs = lse[r0 + r] != kMinusInf;  // a zero row's P and dS are never written
+      B::pad_row(q + (r0 + r) * d, weighs, d, dp, q_pad + r * dp);
+      B::pad_row(d_o + (r0 + r) * d, weighs, d, dp, d_o_pad + r * dp);
+      const std::size_t visible = pb.visible_keys(r0 + r);
+      for (std::size_t k = 0; k < bk; ++k) {
+        const bool seen = weighs && j0 + k < visible;
+        pt[k * rows + r] = seen ? pb.p[(r0 + r) * stride + j0 + k] : 0.0f;
+        dst[k * rows + r] = seen ? pb.ds[(r0 + r) * stride + j0 + k] : 0.0f;
+      }
+    }
+    for (std::size_t k = 0; k < bk; ++k) first[k] = pb.first_row_seeing(j0 + k) - r0;
+    for (std::size_t x = 0; x < bk * dp; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
+    B::blend_keys(pt, rows, d_o_pad, rows, first, bk, dp, dv_acc);  // dV += P^T dO
+    B::blend_keys(dst, rows, q_pad, rows, first, bk, dp, dk_acc);   // dK += dS^T Q
+    for (std::size_t k = 0; k < bk; ++k) {
+      for (std::size_t c = 0; c < d; ++c) {
+        pb.dk[(j0 + k) * d + c] += dk_acc[k * dp + c];
+        pb.dv[(j0 + k) * d + c] += dv_acc[k * dp + c];
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace attnbench::kernels
