@@ -6,8 +6,8 @@
 //   P = exp(scale S - LSE)              (the forward's log-sum-exp: no max, no sum)
 //   dS = scale P (dP - D), D = dO . O   (the scale of dQ and dK folded in once)
 //   dQ += dS K                          (blend micro-kernel, K packed in rows)
-// and, from P and dS transposed to [keys][rows],
-//   dV += P^T dO,  dK += dS^T Q         (blend micro-kernel over rows)
+// and, reading P and dS down their columns (the blend micro-kernel with a row step),
+//   dV += P^T dO,  dK += dS^T Q
 // Tiled: a task owns a block of keys (dK and dV in its scratch), visits every query row block
 // that sees it, and adds its dQ part in key block order (DqOrder). Naive: P and dS of a whole
 // head are materialised by row tasks (which write dQ), then read back by key tasks.
@@ -135,32 +135,38 @@ struct SimdBackward : Simd<Arch> {
     }
   }
 
-  // acc[k] += sum over rows r in [first[k], rows) of pt[k][r] * b[r], for keys k in [0, keys):
-  // dV += P^T dO and dK += dS^T Q with P^T, dS^T as [keys][rows] (row stride pt_stride) and b
-  // the padded rows. A key's rows start at first[k] (non-decreasing in k), so that no key
-  // multiplies a row that does not see it (a NaN in that row's Q or dO must not leak in): each
-  // group of MR keys runs over the rows all of them see, then each key over its few more.
-  static void blend_keys(const float* pt, std::size_t pt_stride, const float* b, std::size_t rows,
+  // acc[k] += sum over rows r in [first[k], rows) of p[r][k] * b[r], for keys k in [0, keys):
+  // dV += P^T dO and dK += dS^T Q, with P and dS as [rows][keys] (row stride `stride`) read down
+  // their columns, and b the padded rows. A key's rows start at first[k] (non-decreasing in k),
+  // so that no key multiplies a row that does not see it (a NaN in that row's Q or dO must not
+  // leak in): each group of MR keys runs over the rows all of them see, then each key over its
+  // few more.
+  static void blend_keys(const float* p, std::size_t stride, const float* b, std::size_t rows,
                          const std::size_t* first, std::size_t keys, std::size_t dp, float* acc) {
     for (std::size_t k0 = 0; k0 < keys; k0 += MR) {
       const std::size_t kr = min_of(MR, keys - k0);
       const std::size_t common = first[k0 + kr - 1];
       if (common < rows) {
-        S::blend_rows(kr, pt + k0 * pt_stride + common, pt_stride, b + common * dp, dp,
-                      rows - common, nullptr, acc + k0 * dp);
+        S::blend_rows(kr, p + common * stride + k0, 1, b + common * dp, dp, rows - common, nullptr,
+                      acc + k0 * dp, stride);
       }
       for (std::size_t k = k0; k < k0 + kr; ++k) {
         if (first[k] < common) {
-          S::blend_rows(1, pt + k * pt_stride + first[k], pt_stride, b + first[k] * dp, dp,
-                        common - first[k], nullptr, acc + k * dp);
+          S::blend_rows(1, p + first[k] * stride + k, 1, b + first[k] * dp, dp, common - first[k],
+                        nullptr, acc + k * dp, stride);
         }
       }
     }
   }
 
-  // Row r of a tensor padded to dp columns (zeros past d), or all zeros.
+  // A row padded to dp columns (zeros past d), or all zeros.
   static void pad_row(const float* row, bool keep, std::size_t d, std::size_t dp, float* out) {
-    for (std::size_t c = 0; c < dp; ++c) out[c] = keep && c < d ? row[c] : 0.0f;
+    std::size_t c = 0;
+    if (keep) {
+      for (; c + W <= d; c += W) batch::load_unaligned(row + c).store_aligned(out + c);
+      for (; c < d; ++c) out[c] = row[c];
+    }
+    for (; c < dp; ++c) out[c] = 0.0f;
   }
 };
 
@@ -188,10 +194,8 @@ struct TiledSimdBackward : SimdBackward<Arch> {
     float* q_pad = ws.take<float>(Br * dp);
     float* d_o_pad = ws.take<float>(Br * dp);
     float* dq_part = ws.take<float>(Br * dp);
-    float* p_tile = ws.take<float>(MR * Bk);
-    float* ds_tile = ws.take<float>(MR * Bk);
-    float* pt = ws.take<float>(Bk * Br);   // P^T of the row block
-    float* dst = ws.take<float>(Bk * Br);  // dS^T
+    float* p_block = ws.take<float>(Br * Bk);  // P of the row block against the keys
+    float* ds_block = ws.take<float>(Br * Bk);
     std::size_t* count = ws.take<std::size_t>(Br);
     std::size_t* first = ws.take<std::size_t>(Bk);
     for (std::size_t x = 0; x < bc * dp; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
@@ -225,22 +229,12 @@ struct TiledSimdBackward : SimdBackward<Arch> {
             seen.common = min_of(seen.common, seen.count[r]);
             seen.widest = seen.count[r] > seen.widest ? seen.count[r] : seen.widest;
           }
-          if (seen.widest == 0) {
-            for (std::size_t k = 0; k < bc; ++k) {
-              for (std::size_t r = 0; r < mr; ++r) pt[k * Br + g0 + r] = dst[k * Br + g0 + r] = 0;
-            }
-            continue;
-          }
+          // (A group that sees none of the keys still writes its zeros, which blend_keys reads.)
+          float* p = p_block + g0 * Bk;
+          float* ds = ds_block + g0 * Bk;
           B::group_gradients(q + (i0 + g0) * d, d_o + (i0 + g0) * d, d, kt, vt, lse + i0 + g0,
-                             delta + i0 + g0, pb.scale, mr, seen, fill, p_tile, ds_tile, Bk);
-          // dQ part += dS K over each row's own keys.
-          S::blend_group(mr, seen, ds_tile, Bk, k_rows, dp, nullptr, dq_part + g0 * dp);
-          for (std::size_t k = 0; k < bc; ++k) {
-            for (std::size_t r = 0; r < mr; ++r) {
-              pt[k * Br + g0 + r] = p_tile[r * Bk + k];
-              dst[k * Br + g0 + r] = ds_tile[r * Bk + k];
-            }
-          }
+                             delta + i0 + g0, pb.scale, mr, seen, fill, p, ds, Bk);
+          S::blend_group(mr, seen, ds, Bk, k_rows, dp, nullptr, dq_part + g0 * dp);  // dQ += dS K
         }
 
         // The first row of the block that sees key k: past every row that sees some keys of the
@@ -250,8 +244,8 @@ struct TiledSimdBackward : SimdBackward<Arch> {
           if (count[r] == 0 || count[r] == bc) continue;
           for (std::size_t k = count[r]; k < bc; ++k) first[k] = r + 1;
         }
-        B::blend_keys(pt, Br, d_o_pad, br, first, bc, dp, dv_acc);  // dV += P^T dO
-        B::blend_keys(dst, Br, q_pad, br, first, bc, dp, dk_acc);   // dK += dS^T Q
+        B::blend_keys(p_block, Bk, d_o_pad, br, first, bc, dp, dv_acc);  // dV += P^T dO
+        B::blend_keys(ds_block, Bk, q_pad, br, first, bc, dp, dk_acc);   // dK += dS^T Q
 
         pb.dq_order.wait(g, i0, block);
         for (std::size_t r = 0; r < br; ++r) {
@@ -314,7 +308,7 @@ struct NaiveSimdBackward : SimdBackward<Arch> {
             seen.common = min_of(seen.common, seen.count[r]);
             seen.widest = seen.count[r] > seen.widest ? seen.count[r] : seen.widest;
           }
-          if (seen.widest == 0) continue;
+          // (A group that sees none of the keys still writes its zeros, which key_rows reads.)
           float* p = pb.p + (i0 + g0) * stride + j0;
           float* ds = pb.ds + (i0 + g0) * stride + j0;
           B::group_gradients(q + (i0 + g0) * d, d_o + (i0 + g0) * d, d, pb.kv_packed + j0 * d,
@@ -343,26 +337,22 @@ struct NaiveSimdBackward : SimdBackward<Arch> {
     const std::size_t r0 = pb.first_row_seeing(j0), rows = pb.q_len - r0;
     float* q_pad = ws.take<float>(rows * dp);
     float* d_o_pad = ws.take<float>(rows * dp);
-    float* pt = ws.take<float>(bk * rows);
-    float* dst = ws.take<float>(bk * rows);
     float* dk_acc = ws.take<float>(bk * dp);
     float* dv_acc = ws.take<float>(bk * dp);
     std::size_t* first = ws.take<std::size_t>(bk);
+    // NOTE: rows() wrote P and dS of every row over the key blocks it sees (zeros for a zero row),
+    // so row r0 + r holds keys [j0, visible) here; blend_keys reads no key a row does not see.
     for (std::size_t r = 0; r < rows; ++r) {
-      const bool weighs = lse[r0 + r] != kMinusInf;  // a zero row's P and dS are never written
+      const bool weighs = lse[r0 + r] != kMinusInf;
       B::pad_row(q + (r0 + r) * d, weighs, d, dp, q_pad + r * dp);
       B::pad_row(d_o + (r0 + r) * d, weighs, d, dp, d_o_pad + r * dp);
-      const std::size_t visible = pb.visible_keys(r0 + r);
-      for (std::size_t k = 0; k < bk; ++k) {
-        const bool seen = weighs && j0 + k < visible;
-        pt[k * rows + r] = seen ? pb.p[(r0 + r) * stride + j0 + k] : 0.0f;
-        dst[k * rows + r] = seen ? pb.ds[(r0 + r) * stride + j0 + k] : 0.0f;
-      }
     }
     for (std::size_t k = 0; k < bk; ++k) first[k] = pb.first_row_seeing(j0 + k) - r0;
     for (std::size_t x = 0; x < bk * dp; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
-    B::blend_keys(pt, rows, d_o_pad, rows, first, bk, dp, dv_acc);  // dV += P^T dO
-    B::blend_keys(dst, rows, q_pad, rows, first, bk, dp, dk_acc);   // dK += dS^T Q
+    const float* p = pb.p + r0 * stride + j0;
+    const float* ds = pb.ds + r0 * stride + j0;
+    B::blend_keys(p, stride, d_o_pad, rows, first, bk, dp, dv_acc);  // dV += P^T dO
+    B::blend_keys(ds, stride, q_pad, rows, first, bk, dp, dk_acc);   // dK += dS^T Q
     for (std::size_t k = 0; k < bk; ++k) {
       for (std::size_t c = 0; c < d; ++c) {
         pb.dk[(j0 + k) * d + c] += dk_acc[k * dp + c];

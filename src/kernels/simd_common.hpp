@@ -124,10 +124,12 @@ struct Simd {
 
   // O[r][0..NV*W) = alpha_r * O[r] + sum_{j < keys} P[r][j] V[j] for R rows and NV vectors of
   // output columns (the O tile lives in registers for the whole key loop). `alpha` null: no
-  // rescale.
+  // rescale. P[r][j] is p[r * p_stride + j * p_step]: p_step 1 for P itself, p_stride 1 for a P
+  // stored transposed (the backward's P^T dO and dS^T Q read P and dS that way).
   template <std::size_t R, std::size_t NV>
   static void blend_tile(const float* p, std::size_t p_stride, const float* v, std::size_t v_stride,
-                         std::size_t keys, const float* alpha, float* o, std::size_t o_stride) {
+                         std::size_t keys, const float* alpha, float* o, std::size_t o_stride,
+                         std::size_t p_step = 1) {
     batch acc[R][NV];
 #pragma GCC unroll 6
     for (std::size_t r = 0; r < R; ++r) {
@@ -143,7 +145,7 @@ struct Simd {
       for (std::size_t x = 0; x < NV; ++x) vj[x] = batch::load_aligned(v + j * v_stride + x * W);
 #pragma GCC unroll 6
       for (std::size_t r = 0; r < R; ++r) {
-        const batch a(p[r * p_stride + j]);
+        const batch a(p[r * p_stride + j * p_step]);
 #pragma GCC unroll 2
         for (std::size_t x = 0; x < NV; ++x)
           acc[r][x] = xsimd::fma(a, vj[x], acc[r][x]);  // O += P V
@@ -171,23 +173,25 @@ struct Simd {
 
   template <std::size_t R>
   static void blend_columns(const float* p, std::size_t p_stride, const float* v, std::size_t dp,
-                            std::size_t keys, const float* alpha, float* o) {
+                            std::size_t keys, const float* alpha, float* o, std::size_t p_step) {
     std::size_t c = 0;
-    for (; c + NR <= dp; c += NR) blend_tile<R, 2>(p, p_stride, v + c, dp, keys, alpha, o + c, dp);
+    for (; c + NR <= dp; c += NR)
+      blend_tile<R, 2>(p, p_stride, v + c, dp, keys, alpha, o + c, dp, p_step);
     if (c < dp)
-      blend_tile<R, 1>(p, p_stride, v + c, dp, keys, alpha, o + c, dp);  // one vector left
+      blend_tile<R, 1>(p, p_stride, v + c, dp, keys, alpha, o + c, dp, p_step);  // one vector left
   }
 
   // O[rows][0..dp) (+)= P V over every padded column, for 1..MR rows.
   static void blend_rows(std::size_t rows, const float* p, std::size_t p_stride, const float* v,
-                         std::size_t dp, std::size_t keys, const float* alpha, float* o) {
+                         std::size_t dp, std::size_t keys, const float* alpha, float* o,
+                         std::size_t p_step = 1) {
     switch (rows) {
-      case 6: return blend_columns<6>(p, p_stride, v, dp, keys, alpha, o);
-      case 5: return blend_columns<5>(p, p_stride, v, dp, keys, alpha, o);
-      case 4: return blend_columns<4>(p, p_stride, v, dp, keys, alpha, o);
-      case 3: return blend_columns<3>(p, p_stride, v, dp, keys, alpha, o);
-      case 2: return blend_columns<2>(p, p_stride, v, dp, keys, alpha, o);
-      default: return blend_columns<1>(p, p_stride, v, dp, keys, alpha, o);
+      case 6: return blend_columns<6>(p, p_stride, v, dp, keys, alpha, o, p_step);
+      case 5: return blend_columns<5>(p, p_stride, v, dp, keys, alpha, o, p_step);
+      case 4: return blend_columns<4>(p, p_stride, v, dp, keys, alpha, o, p_step);
+      case 3: return blend_columns<3>(p, p_stride, v, dp, keys, alpha, o, p_step);
+      case 2: return blend_columns<2>(p, p_stride, v, dp, keys, alpha, o, p_step);
+      default: return blend_columns<1>(p, p_stride, v, dp, keys, alpha, o, p_step);
     }
   }
 
