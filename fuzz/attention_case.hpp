@@ -32,6 +32,10 @@
 // - other inputs (denormals, huge values, extreme scales: float under- and overflows that the
 //   float64 oracle does not): every finite element within the range of the values its row sees,
 //   widened by the bound's rounding terms. Crash-freedom is the sanitizers' part.
+// And of each kernel with a backward pass (its own forward's O and LSE, dO seeded from the shape;
+// cases up to 4e6 pair-dims): no exception, dQ, dK and dV bitwise the same for 1 thread and the
+// case's count, and in the moderate regime within the backward's criterion
+// (testing/backward.hpp), NaN and Inf exactly where the float64 oracle has them.
 #pragma once
 
 #include <algorithm>
@@ -42,9 +46,11 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attnbench.hpp"
+#include "testing/backward.hpp"
 #include "testing/error_bound.hpp"
 #include "testing/problem.hpp"
 
@@ -385,6 +391,53 @@ inline std::optional<std::string> check_kernel(const Kernel& kernel, const Atten
   return compare(c, regime, out[0], ref, bounds);
 }
 
+// The backward of a kernel that has one, on a case the forward ran: with the case's threads and
+// with one, which must give the same bits; in the moderate regime also within the backward's
+// criterion (testing/backward.hpp). dO is seeded from the shape. Cases over a few million
+// pair-dims are left to the forward (the oracle's backward would slow the fuzzer to a crawl).
+inline std::optional<std::string> check_backward(const Kernel& kernel, const AttentionCase& c,
+                                                 const Regime& regime) {
+  const Shape& s = c.shape;
+  if (double(s.batch * s.q_heads) * double(s.q_len) * double(s.kv_len) * double(s.head_dim) > 4e6) {
+    return std::nullopt;
+  }
+  if (kernel.strategy == Strategy::naive && c.options.memory_budget_bytes != 0) {
+    return std::nullopt;  // the forward's budget checks cover the naive refusal
+  }
+  const std::vector<float> d_o = testing::random_output_gradient(
+      c, static_cast<std::uint32_t>(s.q_len * 131 + s.kv_len * 7 + s.head_dim));
+  testing::GradientsOf<float> runs[2];
+  const int count = c.options.threads > 1 ? 2 : 1;
+  for (int run = 0; run < count; ++run) {
+    testing::Problem p = c;
+    if (run == 1) p.options.threads = 1;
+    Workspace ws;
+    try {
+      runs[run] = testing::run_backward(kernel, p, d_o, ws);
+    } catch (const std::exception& e) {
+      return std::string("backward: unexpected exception: ") + e.what();
+    }
+  }
+  for (int run = 1; run < count; ++run) {
+    for (const auto& [name, a, b] : {std::tuple{"dq", &runs[0].dq, &runs[1].dq},
+                                     {"dk", &runs[0].dk, &runs[1].dk},
+                                     {"dv", &runs[0].dv, &runs[1].dv}}) {
+      if (std::memcmp(a->data(), b->data(), a->size() * sizeof(float)) != 0) {
+        return std::string("backward: ") + name + " differs between " +
+               std::to_string(c.options.threads) + " threads and 1";
+      }
+    }
+  }
+  if (!regime.moderate) return std::nullopt;
+  const auto ref = testing::reference_gradients<double>(c, d_o);
+  const auto plain = testing::reference_gradients<float>(c, d_o);
+  for (const testing::GradientCheck& check :
+       testing::check_gradients(c, d_o, runs[0], plain, ref)) {
+    if (check.failure) return "backward: " + *check.failure;
+  }
+  return std::nullopt;
+}
+
 }  // namespace detail
 
 // Runs every available kernel (but those named in `skip`) on the case; nullopt when all of them
@@ -419,6 +472,10 @@ inline std::optional<std::string> check_attention_case(const AttentionCase& c,
     }
     done.push_back(&kernel);
     if (auto failure = detail::check_kernel(kernel, c, oracle_error, ref, regime, bounds)) {
+      return std::string(kernel.name) + ": " + *failure + "\n  case: " + c.describe();
+    }
+    if (oracle_error || !kernel.has_backward()) continue;
+    if (auto failure = detail::check_backward(kernel, c, regime)) {
       return std::string(kernel.name) + ": " + *failure + "\n  case: " + c.describe();
     }
   }
