@@ -4,7 +4,8 @@
 #   scripts/test.sh [extra ctest arguments, e.g. -R cli]
 #   scripts/test.sh --sanitize   the sanitizer builds instead (CMakePresets.json): ASan + UBSan
 #                                over every test (build-asan/), TSan over the threaded ones
-#                                (build-tsan/, against a TSan-built oneTBB: scripts/tsan_tbb.sh)
+#                                (build-tsan/, against a TSan-built oneTBB: scripts/tsan_tbb.sh;
+#                                kernels_test and backward_test, the tests named *Thread*)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
