@@ -224,8 +224,9 @@ class Kernels(unittest.TestCase):
 
     @unittest.skipUnless(CLI, "ATTNBENCH_CLI not set")
     def test_same_list_as_the_cli(self):
-        listed = subprocess.run([CLI, "list"], check=True, capture_output=True, text=True).stdout.split("\n")
-        self.assertEqual([line.split()[0] for line in listed if line], [k["name"] for k in attnbench.kernels()])
+        header, *listed = subprocess.run([CLI, "list"], check=True, capture_output=True, text=True).stdout.splitlines()
+        self.assertEqual(header.split()[:2], ["kernel", "backward"])
+        self.assertEqual([line.split()[0] for line in listed], [k["name"] for k in attnbench.kernels()])
 
 
 if __name__ == "__main__":
