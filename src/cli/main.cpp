@@ -111,19 +111,20 @@ struct CallArgs {
   std::size_t memory_budget = 0;
 };
 
-void add_call_options(CLI::App* cmd, CallArgs& args) {
+// `kernel_help`: what --kernel defaults to for this command.
+void add_call_options(CLI::App* cmd, CallArgs& args, const char* kernel_help) {
   cmd->add_option("--q", args.q, "queries, float32 (n, d), (h, n, d) or (b, h, n, d)")->required();
   cmd->add_option("--k", args.k, "keys, float32, same rank as Q; may have fewer heads")->required();
   cmd->add_option("--v", args.v, "values, float32, the shape of K")->required();
-  cmd->add_option("--kernel", args.kernel,
-                  "kernel name (default: the first available in `attnbench list`)");
+  cmd->add_option("--kernel", args.kernel, kernel_help);
   cmd->add_option("--threads", args.threads, "worker threads; 0 = every core")
       ->default_val(0)
       ->check(CLI::Range(0, 1024));
   cmd->add_flag("--causal", args.causal, "bottom-right causal mask");
   cmd->add_option("--scale", args.scale, "score scale (default 1/sqrt(d))");
   cmd->add_option("--memory-budget", args.memory_budget,
-                  "largest naive score matrix in bytes (default: half of RAM)");
+                  "largest naive score matrix in bytes (default: half of RAM; a naive backward "
+                  "holds two, P and dS)");
 }
 
 const attnbench::Kernel& kernel_named(const std::string& name) {
@@ -296,15 +297,18 @@ int main(int argc, char** argv) {
 
   RunArgs run_args;
   CLI::App* run_cmd = app.add_subcommand("run", "compute attention on .npy inputs");
-  add_call_options(run_cmd, run_args.call);
+  add_call_options(run_cmd, run_args.call,
+                   "kernel name (default: the first available in `attnbench list`)");
   run_cmd->add_option("--out", run_args.out, "output .npy, the shape of Q")->required();
 
   BackwardArgs backward_args;
   CLI::App* backward_cmd = app.add_subcommand(
       "backward",
       "the gradients dQ, dK, dV of attention on .npy inputs given dO (the kernel's own forward "
-      "first, for O and LSE); default kernel: the first in `attnbench list` with a backward");
-  add_call_options(backward_cmd, backward_args.call);
+      "first, for O and LSE)");
+  add_call_options(
+      backward_cmd, backward_args.call,
+      "kernel name (default: the first available in `attnbench list` with a backward)");
   backward_cmd->add_option("--do", backward_args.d_o, "the output's gradient dO, the shape of Q")
       ->required();
   backward_cmd->add_option("--dq", backward_args.dq, "output .npy: dQ, the shape of Q")->required();
