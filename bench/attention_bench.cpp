@@ -3,13 +3,20 @@
 //
 //   attnbench_bench [--preset=quick|full] [google benchmark flags, e.g. --benchmark_filter=tiled]
 //
-// Names read `<kernel>/n:<n>/d:<d>/threads:<t>/causal:<0|1>` (q_len = kv_len = n, one head).
-// Counters per point: GFLOP/s (FLOPs = 4 x scored query-key pairs x d), pct_peak (of the measured
-// FMA peak for that thread count), scratch_bytes (the Workspace's measured peak, packed K/V
-// included), score_matrix_bytes (n x n x 4, what a naive kernel materialises), rss_peak_bytes (the
-// process's resident high-water mark during the point) and bytes_moved (the compulsory memory
-// traffic model used by the report's roofline). A point predicted to exceed the preset's time
-// budget, or over the naive memory budget, is recorded in the JSON as an error with its reason.
+// Names read `<kernel>/n:<n>/d:<d>/threads:<t>/causal:<0|1>` (q_len = kv_len = n, one head) for
+// the forward pass; a backward point appends `/pass:backward` (attention_backward alone, on the
+// O and LSE its kernel's forward left) and a training step `/pass:forward+backward` (the forward
+// with LSE, then the backward).
+// Counters per point: GFLOP/s (FLOPs = 4 x scored query-key pairs x d for the forward; 2.5 times
+// that for the backward and 3.5 times for forward+backward, as FlashAttention's benchmarks count
+// them), pct_peak (of the measured FMA peak for that thread count), scratch_bytes (the Workspace's
+// measured peak, packed K/V included), score_matrix_bytes (n x n x 4, what a naive kernel
+// materialises), rss_peak_bytes (the process's resident high-water mark during the point) and
+// bytes_moved (the compulsory memory traffic model used by the report's roofline); a backward
+// point also oracle_error_ratio, of the check its kernel passed before any timing. A point
+// predicted to exceed the preset's time budget, or over the naive memory budget, is recorded in
+// the JSON as an error with its reason; one whose kernel fails the backward's oracle check, as
+// "failed: oracle check: ...".
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <oneapi/tbb/info.h>
@@ -28,6 +35,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attnbench.hpp"
@@ -55,11 +63,17 @@ struct Preset {
   std::size_t decode_keys;         // keys of the one-query decoding point (d = 128)
   std::size_t gqa_heads, gqa_len;  // GQA points: this many query heads over 2 and over
                                    // as many key/value heads, q_len = kv_len = gqa_len
+  // Backward and forward+backward points, every kernel with a backward pass (not causal): at
+  // lengths the forward also has, so the report can divide one time by the other.
+  std::vector<std::size_t> backward_lengths;
+  std::vector<std::size_t> backward_dims;
 };
 
 Preset preset_named(const std::string& name) {
-  if (name == "quick")
-    return {{128, 512, 2048}, {8192}, {64, 128}, {64}, true, 0.5, 3, 0.05, 8192, 8, 512};
+  if (name == "quick") {
+    return {{128, 512, 2048}, {8192},   {64, 128}, {64}, true, 0.5, 3, 0.05, 8192, 8, 512,
+            {128, 512, 2048}, {64, 128}};
+  }
   if (name == "full") {
     return {{128, 256, 512, 1024, 2048, 4096, 8192, 16384},
             {32768, 65536},
@@ -71,11 +85,28 @@ Preset preset_named(const std::string& name) {
             0.1,
             32768,
             8,
-            2048};
+            2048,
+            {1024, 2048, 4096, 8192, 16384},
+            {64, 128}};
   }
   std::fprintf(stderr, "attnbench_bench: --preset=%s: unknown preset (quick or full)\n",
                name.c_str());
   std::exit(2);
+}
+
+// What a point times: attention(), attention_backward(), or both in a row (a training step).
+enum class Pass { forward, backward, forward_backward };
+
+// FLOPs of a pass as multiples of the forward's 4 x pairs x d, FlashAttention's convention: the
+// backward makes five matrix products of the forward's size (S = Q K^T again, dP = dO V^T,
+// dV = P^T dO, dQ = dS K, dK = dS^T Q) against the forward's two, 2.5 times the work.
+double flop_factor(Pass pass) {
+  switch (pass) {
+    case Pass::forward: return 1.0;
+    case Pass::backward: return 2.5;
+    case Pass::forward_backward: return 3.5;
+  }
+  return 1.0;
 }
 
 struct Point {
@@ -83,6 +114,7 @@ struct Point {
   attnbench::Shape shape;
   std::size_t threads;
   bool causal;
+  Pass pass = Pass::forward;
 
   // The matrix points are one square head: `n:`; other shapes spell out every size.
   std::string name() const {
@@ -94,23 +126,41 @@ struct Point {
     if (s.q_heads != 1 || s.kv_heads != 1) {
       size += "/heads:" + std::to_string(s.q_heads) + "/kv_heads:" + std::to_string(s.kv_heads);
     }
+    // A forward point's name is what it has always been, so older JSON parses the same.
+    const char* suffix = pass == Pass::backward           ? "/pass:backward"
+                         : pass == Pass::forward_backward ? "/pass:forward+backward"
+                                                          : "";
     return std::string(kernel->name) + size + "/threads:" + std::to_string(threads) +
-           "/causal:" + std::to_string(int(causal));
+           "/causal:" + std::to_string(int(causal)) + suffix;
   }
 };
 
-double flops_of(const Point& p) {
-  return 4.0 * attnbench::scored_pairs(p.shape, p.causal) * double(p.shape.head_dim);
+double forward_flops(const attnbench::Shape& shape, bool causal) {
+  return 4.0 * attnbench::scored_pairs(shape, causal) * double(shape.head_dim);
 }
 
-// Compulsory memory traffic of one call, the roofline's x axis: Q, K, V read and O written once;
-// a naive kernel also writes its score matrix, reads and rewrites it to normalise, and reads it
-// again to blend (4 sweeps of the scored pairs).
+double flops_of(const Point& p) { return flop_factor(p.pass) * forward_flops(p.shape, p.causal); }
+
+// Compulsory memory traffic of one call, the roofline's x axis. Forward: Q, K, V read and O
+// written once; a naive kernel also writes its score matrix, reads and rewrites it to normalise,
+// and reads it again to blend (4 sweeps of the scored pairs). Backward: Q, K, V, O, dO and LSE
+// read, dQ, dK and dV written once; a naive kernel also writes P and dS and reads each back for
+// dV and dK (4 sweeps). Forward+backward: both.
 double bytes_moved(const Point& p) {
-  const double io = 4.0 * double(2 * p.shape.q_elements() + 2 * p.shape.kv_elements());
-  return p.kernel->strategy == Strategy::naive
-             ? io + 4 * 4.0 * attnbench::scored_pairs(p.shape, p.causal)
-             : io;
+  const double q = double(p.shape.q_elements()), kv = double(p.shape.kv_elements());
+  const double rows = q / double(p.shape.head_dim);
+  const double sweeps = p.kernel->strategy == Strategy::naive
+                            ? 4 * 4.0 * attnbench::scored_pairs(p.shape, p.causal)
+                            : 0.0;
+  const double forward = 4.0 * (2 * q + 2 * kv) + sweeps;
+  const double backward = 4.0 * (4 * q + 4 * kv + rows) + sweeps;
+  switch (p.pass) {
+    case Pass::forward: return forward;
+    case Pass::backward: return backward;
+    case Pass::forward_backward:
+      return forward + 4.0 * rows + backward;  // the forward also writes LSE
+  }
+  return forward;
 }
 
 // Measured fp32 FMA peak in FLOP/s per thread count, filled before any benchmark runs.
@@ -139,64 +189,139 @@ const std::vector<float>& random_tensor(std::size_t elements, int which) {
   return t;
 }
 
+// The outputs and workspace of the point being measured, kept for all its repetitions: the first
+// repetition allocates and touches them with one untimed call, the later ones reuse them warm (a
+// second warm-up call per repetition would add a third to the full preset's time for nothing).
+struct PointState {
+  std::string point;  // the name of the point they were made for; empty: none
+  std::vector<float> o, lse, dq, dk, dv;
+  std::unique_ptr<attnbench::Workspace> ws;
+  std::size_t forward_scratch = 0, backward_scratch = 0;  // each pass's workspace peak
+
+  void release() {  // frees the previous point's memory before the RSS mark is reset
+    point.clear();
+    ws.reset();
+    for (std::vector<float>* t : {&o, &lse, &dq, &dk, &dv}) std::vector<float>().swap(*t);
+  }
+};
+
+// The inputs of a point's shape (dO only for the passes that read it).
+struct Inputs {
+  const std::vector<float>& q;
+  const std::vector<float>& k;
+  const std::vector<float>& v;
+  const std::vector<float>& d_o;
+};
+
+// One timed call of the point's pass. A forward point calls attention() as it always has, without
+// LSE; a backward point calls attention_backward() alone, on the O and LSE its warm-up's forward
+// left; forward+backward calls both, the forward writing LSE as training would.
+void call_pass(const Point& p, const attnbench::Options& options, const Inputs& in,
+               PointState& st) {
+  const attnbench::Tensors forward{in.q.data(), in.k.data(), in.v.data(), st.o.data(),
+                                   p.pass == Pass::forward ? nullptr : st.lse.data()};
+  const attnbench::Gradients gradients{in.d_o.data(), st.dq.data(), st.dk.data(), st.dv.data()};
+  if (p.pass != Pass::backward) attnbench::attention(*p.kernel, p.shape, options, forward, *st.ws);
+  if (p.pass != Pass::forward) {
+    attnbench::attention_backward(*p.kernel, p.shape, options, forward, gradients, *st.ws);
+  }
+}
+
+// Each backward point's oracle check, by (kernel, head dim, causal, threads): made once, before
+// the first timed call of any point it covers, on a small shape whose lengths are no multiple of
+// any block (testing/backward.hpp's criterion), q_len x kv_len of:
+constexpr std::size_t kBackwardCheckRows = 97, kBackwardCheckKeys = 203;
+
+const attnbench::bench::OracleCheck& backward_check(const Point& p,
+                                                    const attnbench::Options& options) {
+  static std::map<std::tuple<const Kernel*, std::size_t, bool, std::size_t>,
+                  attnbench::bench::OracleCheck>
+      checks;
+  const auto key = std::make_tuple(p.kernel, p.shape.head_dim, p.causal, p.threads);
+  auto it = checks.find(key);
+  if (it == checks.end()) {
+    const attnbench::Shape small{1, 1, 1, kBackwardCheckRows, kBackwardCheckKeys, p.shape.head_dim};
+    it = checks
+             .emplace(key,
+                      attnbench::bench::check_backward_against_oracle(*p.kernel, small, options))
+             .first;
+  }
+  return it->second;
+}
+
 void run_point(benchmark::State& state, Point p, std::string skip_reason) {
-  if (!skip_reason.empty()) {
-    state.SkipWithError(("skipped: " + skip_reason).c_str());
+  auto skip_all = [&state](const std::string& message) {
+    state.SkipWithError(message.c_str());
     for (auto _ : state) {
     }
-    return;
-  }
+  };
+  if (!skip_reason.empty()) return skip_all("skipped: " + skip_reason);
   const attnbench::Shape& shape = p.shape;
-  const std::vector<float>& q = random_tensor(shape.q_elements(), 0);
-  const std::vector<float>& k = random_tensor(shape.kv_elements(), 1);
-  const std::vector<float>& v = random_tensor(shape.kv_elements(), 2);
+  const bool backward = p.pass != Pass::forward;
+  const std::vector<float> none;
+  const Inputs in{random_tensor(shape.q_elements(), 0), random_tensor(shape.kv_elements(), 1),
+                  random_tensor(shape.kv_elements(), 2),
+                  backward ? random_tensor(shape.q_elements(), 3) : none};
   attnbench::Options options;
   options.causal = p.causal;
   options.threads = p.threads;
-  // The output and the workspace live for all repetitions of a point: the first repetition
-  // allocates and touches them with one untimed call, the later ones reuse them warm (a second
-  // warm-up call per repetition would add a third to the full preset's time for nothing).
-  static std::string warm_point;
-  static std::vector<float> o;
-  static std::unique_ptr<attnbench::Workspace> ws;
+  const attnbench::bench::OracleCheck* check = backward ? &backward_check(p, options) : nullptr;
+  if (check && !check->passed) return skip_all("failed: oracle check: " + check->failure);
+
+  static PointState st;
   const std::string name = p.name();
-  const bool first_repetition = warm_point != name;
-  if (first_repetition) {  // free the previous point's memory before the RSS mark is reset
-    warm_point.clear();
-    ws.reset();
-    std::vector<float>().swap(o);
-  }
+  const bool first_repetition = st.point != name;
+  if (first_repetition) st.release();
   reset_rss_high_water();
   if (first_repetition) {
-    ws = std::make_unique<attnbench::Workspace>();
-    o.assign(shape.q_elements(), 0.0f);
-    try {
-      attnbench::attention(*p.kernel, shape, options, {q.data(), k.data(), v.data(), o.data()},
-                           *ws);
-    } catch (const attnbench::Error& e) {  // over the naive memory budget
-      state.SkipWithError((std::string("skipped: ") + e.what()).c_str());
-      for (auto _ : state) {
+    st.ws = std::make_unique<attnbench::Workspace>();
+    st.o.assign(shape.q_elements(), 0.0f);
+    if (backward) {
+      st.lse.assign(shape.q_elements() / shape.head_dim, 0.0f);
+      for (std::vector<float>* g : {&st.dq, &st.dk, &st.dv}) {
+        g->assign(g == &st.dq ? shape.q_elements() : shape.kv_elements(), 0.0f);
       }
-      return;
     }
-    warm_point = name;
+    try {
+      if (backward) {  // O and LSE for the backward, then the backward warm
+        attnbench::attention(*p.kernel, shape, options,
+                             {in.q.data(), in.k.data(), in.v.data(), st.o.data(), st.lse.data()},
+                             *st.ws);
+        st.forward_scratch = st.ws->peak_bytes();
+        call_pass({p.kernel, shape, p.threads, p.causal, Pass::backward}, options, in, st);
+        st.backward_scratch = st.ws->peak_bytes();
+      } else {
+        call_pass(p, options, in, st);
+        st.forward_scratch = st.ws->peak_bytes();
+      }
+    } catch (const attnbench::Error& e) {  // over the naive memory budget
+      return skip_all(std::string("skipped: ") + e.what());
+    }
+    st.point = name;
   }
   for (auto _ : state) {
-    attnbench::attention(*p.kernel, shape, options, {q.data(), k.data(), v.data(), o.data()}, *ws);
-    benchmark::DoNotOptimize(o.data());
+    call_pass(p, options, in, st);
+    benchmark::DoNotOptimize(st.o.data());
+    benchmark::DoNotOptimize(st.dq.data());
     benchmark::ClobberMemory();
   }
   using benchmark::Counter;
   const double flops = flops_of(p);
+  // Scratch: the last call's workspace peak (each entry point resets it); a training step's is
+  // the larger of its two passes'.
+  const std::size_t scratch = p.pass == Pass::forward_backward
+                                  ? std::max(st.forward_scratch, st.backward_scratch)
+                                  : st.ws->peak_bytes();
   state.counters["GFLOP/s"] = Counter(flops / 1e9, Counter::kIsIterationInvariantRate);
   state.counters["pct_peak"] =
       Counter(100.0 * flops / g_peak_flops[p.threads], Counter::kIsIterationInvariantRate);
-  state.counters["scratch_bytes"] = Counter(double(ws->peak_bytes()));
+  state.counters["scratch_bytes"] = Counter(double(scratch));
   state.counters["score_matrix_bytes"] =
       Counter(double(attnbench::naive_score_bytes(shape)));  // one head
   state.counters["rss_peak_bytes"] = Counter(double(rss_high_water()));
   state.counters["bytes_moved"] = Counter(bytes_moved(p));
   state.counters["flops_per_call"] = Counter(flops);
+  if (check) state.counters["oracle_error_ratio"] = Counter(check->worst_ratio);
 }
 
 // Every benchmark's predicted seconds (from a calibration call per kernel), for skipping points
@@ -232,24 +357,36 @@ class ProgressReporter : public benchmark::ConsoleReporter {
   double done_predicted_ = 0;
 };
 
-// GFLOP/s of `kernel` at n = 512, d = 64, one thread, the median of three calls after a warm-up:
-// the basis of the predictions. (One call alone moved the budget's verdict on some points from
-// run to run.)
-double calibrate(const Kernel& kernel) {
+// GFLOP/s of `kernel`'s forward or backward pass at n = 512, d = 64, one thread, the median of
+// three calls after a warm-up: the basis of the predictions. (One call alone moved the budget's
+// verdict on some points from run to run.)
+double calibrate(const Kernel& kernel, Pass pass) {
   const attnbench::Shape shape{1, 1, 1, 512, 512, 64};
-  std::vector<float> q(shape.q_elements(), 0.5f), o(shape.q_elements());
+  std::vector<float> q(shape.q_elements(), 0.5f), o(shape.q_elements()), lse(shape.q_len);
+  std::vector<float> dq(shape.q_elements()), dk(shape.kv_elements()), dv(shape.kv_elements());
   attnbench::Workspace ws;
   attnbench::Options options;
   options.threads = 1;
-  attnbench::attention(kernel, shape, options, {q.data(), q.data(), q.data(), o.data()}, ws);
+  const attnbench::Tensors t{q.data(), q.data(), q.data(), o.data(),
+                             pass == Pass::backward ? lse.data() : nullptr};
+  auto call = [&] {
+    if (pass == Pass::backward) {
+      attnbench::attention_backward(kernel, shape, options, t,
+                                    {q.data(), dq.data(), dk.data(), dv.data()}, ws);
+    } else {
+      attnbench::attention(kernel, shape, options, t, ws);
+    }
+  };
+  if (pass == Pass::backward) attnbench::attention(kernel, shape, options, t, ws);
+  call();
   double seconds[3];
   for (double& s : seconds) {
     const auto t0 = std::chrono::steady_clock::now();
-    attnbench::attention(kernel, shape, options, {q.data(), q.data(), q.data(), o.data()}, ws);
+    call();
     s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   std::sort(std::begin(seconds), std::end(seconds));
-  return 4.0 * 512 * 512 * 64 / seconds[1] / 1e9;
+  return flop_factor(pass) * forward_flops(shape, false) / seconds[1] / 1e9;
 }
 
 std::string read_first_line_with(const char* path, const char* prefix) {
@@ -271,6 +408,9 @@ void add_context(const std::string& preset, std::size_t all_threads, const std::
                                                   std::size_t(sysconf(_SC_PAGE_SIZE))));
   AddCustomContext("naive_memory_budget_bytes", std::to_string(attnbench::default_memory_budget()));
   AddCustomContext("rows_per_task", std::to_string(attnbench::kernels::kRowsPerTask));
+  // The shape every backward kernel's gradients are checked on before its points are timed.
+  AddCustomContext("backward_check_shape",
+                   std::to_string(kBackwardCheckRows) + "x" + std::to_string(kBackwardCheckKeys));
   AddCustomContext("threads_all", std::to_string(all_threads));
   for (const Kernel& k : attnbench::registry()) {
     if (k.dispatches)
@@ -338,16 +478,69 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
       add(k, {1, preset.gqa_heads, kv_heads, preset.gqa_len, preset.gqa_len, 128}, false);
     }
   }
-
-  std::map<const Kernel*, double> rate;
+  // The backward and the training step, for every concrete kernel with a backward pass, each
+  // right after its forward twin (same kernel, shape and threads): the report divides their times,
+  // and on a shared machine two points measured seconds apart drift less than two measured the
+  // whole matrix apart. Those without a twin go last.
+  std::vector<std::size_t> thread_counts{1};
+  if (all_threads > 1) thread_counts.push_back(all_threads);
+  std::vector<Point> backward;
+  for (const Kernel& k : attnbench::registry()) {
+    if (k.dispatches || !k.available() || !k.has_backward()) continue;
+    for (std::size_t d : preset.backward_dims) {
+      for (std::size_t n : preset.backward_lengths) {
+        for (std::size_t t : thread_counts) {
+          for (Pass pass : {Pass::backward, Pass::forward_backward}) {
+            backward.push_back({&k, {1, 1, 1, n, n, d}, t, false, pass});
+          }
+        }
+      }
+    }
+  }
+  std::vector<Point> ordered;
   for (const Point& p : points) {
-    if (!rate.count(p.kernel)) rate[p.kernel] = calibrate(*p.kernel);
+    ordered.push_back(p);
+    for (auto it = backward.begin(); it != backward.end();) {
+      const bool twin = it->kernel == p.kernel && it->threads == p.threads && !p.causal &&
+                        it->shape.q_heads == p.shape.q_heads &&
+                        it->shape.kv_heads == p.shape.kv_heads &&
+                        it->shape.q_len == p.shape.q_len && it->shape.kv_len == p.shape.kv_len &&
+                        it->shape.head_dim == p.shape.head_dim;
+      if (twin) {
+        ordered.push_back(*it);
+        it = backward.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  ordered.insert(ordered.end(), backward.begin(), backward.end());
+  points = std::move(ordered);
+
+  std::map<std::pair<const Kernel*, Pass>, double> rate;  // calibrated GFLOP/s per pass
+  for (const Point& p : points) {
+    for (Pass pass : {Pass::forward, Pass::backward}) {
+      if (pass == Pass::backward && p.pass == Pass::forward) continue;
+      if (!rate.count({p.kernel, pass})) rate[{p.kernel, pass}] = calibrate(*p.kernel, pass);
+    }
   }
   const double min_time = preset.min_time;
   for (const Point& p : points) {
     const std::string name = p.name();
-    // Predicted seconds of one call, assuming the calibrated rate and linear thread scaling.
-    const double call = flops_of(p) / (rate[p.kernel] * 1e9 * double(p.threads));
+    // Predicted seconds of one call, assuming the calibrated rates and linear thread scaling; and
+    // of the untimed forward that gives a backward point its O and LSE.
+    auto seconds = [&](Pass pass) {
+      return flop_factor(pass) * forward_flops(p.shape, p.causal) /
+             (rate[{p.kernel, pass}] * 1e9 * double(p.threads));
+    };
+    const double call = p.pass == Pass::forward ? seconds(Pass::forward)
+                        : p.pass == Pass::backward
+                            ? seconds(Pass::backward)
+                            : seconds(Pass::forward) + seconds(Pass::backward);
+    const double setup = p.pass == Pass::backward ? seconds(Pass::forward) : 0.0;
+    // A naive forward holds the score matrix, its backward P and dS.
+    const std::size_t naive_bytes =
+        (p.pass == Pass::forward ? 1 : 2) * attnbench::naive_score_bytes(p.shape);
     std::string skip;
     if (call > preset.budget_seconds) {
       char why[160];
@@ -356,8 +549,9 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
                     preset_name.c_str(), preset.budget_seconds);
       skip = why;
     } else if (p.kernel->strategy == Strategy::naive &&
-               attnbench::naive_score_bytes(p.shape) > attnbench::default_memory_budget()) {
-      skip = "score matrix over the naive memory budget (half of RAM)";
+               naive_bytes > attnbench::default_memory_budget()) {
+      skip = p.pass == Pass::forward ? "score matrix over the naive memory budget (half of RAM)"
+                                     : "P and dS over the naive memory budget (half of RAM)";
     }
     auto* b = benchmark::RegisterBenchmark(name.c_str(), run_point, p, skip);
     b->UseRealTime()->Unit(benchmark::kMillisecond)->Repetitions(preset.repetitions);
@@ -365,7 +559,8 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
     // A long call runs one iteration per repetition; shorter ones run for --benchmark_min_time.
     if (call > min_time) b->Iterations(1);
     const double per_rep = skip.empty() ? std::max(call, min_time) : 0;
-    g_predicted[name] = per_rep * preset.repetitions + (skip.empty() ? call : 0);  // + warm-up
+    g_predicted[name] =
+        per_rep * preset.repetitions + (skip.empty() ? call + setup : 0);  // + warm-up
   }
 }
 

@@ -1,7 +1,9 @@
 #include "oracle_check.hpp"
 
+#include <cmath>
 #include <vector>
 
+#include "testing/backward.hpp"
 #include "testing/error_bound.hpp"
 
 namespace attnbench::bench {
@@ -52,6 +54,30 @@ OracleCheck check_against_oracle(const Shape& shape, const Options& options, con
   check.passed = !result.mismatch;
   check.worst_ratio = result.worst_ratio;
   if (result.mismatch) check.failure = result.mismatch->describe();
+  return check;
+}
+
+OracleCheck check_backward_against_oracle(const Kernel& kernel, const Shape& shape,
+                                          const Options& options) {
+  testing::Problem p = testing::random_problem(shape, options.causal, 7);
+  p.options = options;
+  const std::vector<float> d_o = testing::random_output_gradient(p, 8);
+  Workspace ws;
+  const testing::GradientsOf<float> got = testing::run_backward(kernel, p, d_o, ws);
+  const auto checks =
+      testing::check_gradients(p, d_o, got, testing::reference_gradients<float>(p, d_o),
+                               testing::reference_gradients<double>(p, d_o));
+  OracleCheck check;
+  check.passed = true;
+  check.rows_checked = shape.batch * shape.q_heads * shape.q_len;
+  for (const testing::GradientCheck& c : checks) {
+    const double ratio = c.allowed > 0 ? c.error / c.allowed : (c.error > 0 ? INFINITY : 0.0);
+    check.worst_ratio = std::fmax(check.worst_ratio, ratio);
+    if (c.failure && check.passed) {
+      check.passed = false;
+      check.failure = *c.failure;
+    }
+  }
   return check;
 }
 

@@ -1,5 +1,7 @@
 // The check every contender passes before it is timed: its output against the float64 oracle,
-// under the tests' error bound (testing/error_bound.hpp). The oracle costs q_len x kv_len x d
+// under the tests' error bound (testing/error_bound.hpp); and the one every backward point of the
+// matrix passes, its gradients against the backward oracle under the tests' criterion
+// (testing/backward.hpp). The oracle costs q_len x kv_len x d
 // double operations, as much as the call itself and far slower, so a benchmark point checks a
 // sample of rows (each row's answer depends on that row alone: the oracle for query row i is the
 // one-row problem over the keys it sees); tests check every row.
@@ -23,5 +25,14 @@ struct OracleCheck {
 // the last (every row when q_len <= max_rows), of `o` against the oracle.
 OracleCheck check_against_oracle(const Shape& shape, const Options& options, const Tensors& io,
                                  std::size_t max_rows);
+
+// `kernel`'s forward (for O and LSE) and backward on seeded standard-normal Q, K, V and dO of
+// `shape`, every element of dQ, dK and dV against the float64 backward oracle under
+// testing::check_gradients (a small multiple of plain float32's error, plus the forward's
+// rounding floor). worst_ratio is the largest |error| / allowed over the three gradients. Every
+// row is checked, so `shape` should be small: the oracles cost q_len x kv_len x d in double and
+// in float each.
+OracleCheck check_backward_against_oracle(const Kernel& kernel, const Shape& shape,
+                                          const Options& options);
 
 }  // namespace attnbench::bench

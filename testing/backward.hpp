@@ -115,7 +115,8 @@ inline double forward_rounding(const Problem& p) {
 inline GradientCheck check_gradient(const char* name, const std::vector<float>& got,
                                     const std::vector<float>& plain, const std::vector<double>& ref,
                                     double floor) {
-  GradientCheck c{name};
+  GradientCheck c;
+  c.tensor = name;
   for (std::size_t x = 0; x < ref.size(); ++x) {
     if (std::isfinite(ref[x])) c.plain = std::fmax(c.plain, std::fabs(double(plain[x]) - ref[x]));
   }

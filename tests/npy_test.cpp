@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -466,6 +467,41 @@ TEST_F(NpyFile, FailedWriteKeepsOldFileAndRemovesTemporary) {
   EXPECT_THROW(npy::write(dir_ / "d.npy", shape, data), npy::Error);
   EXPECT_TRUE(fs::is_directory(dir_ / "d.npy"));
   EXPECT_EQ(listing().size(), 2u);  // a.npy and d.npy only
+}
+
+TEST_F(NpyFile, WriteAllWritesEveryFileOrNone) {
+  const std::size_t shape[] = {2}, shape3[] = {3};
+  const std::vector<float> a = test_values(2, 7), b = test_values(3, 8);
+  auto files = [&] {
+    std::vector<std::string> names = listing();
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  npy::write(dir_ / "old.npy", shape, a);
+  // Every file written, no temporary left.
+  const npy::Output both[] = {{dir_ / "a.npy", shape, a}, {dir_ / "b.npy", shape3, b}};
+  npy::write_all(both);
+  expect_bits_equal(npy::read(dir_ / "a.npy").data, a);
+  expect_bits_equal(npy::read(dir_ / "b.npy").data, b);
+  EXPECT_EQ(files(), (std::vector<std::string>{"a.npy", "b.npy", "old.npy"}));
+  // The last one cannot be created: the earlier ones are not written either, an existing file
+  // keeps its bytes, and no temporary is left.
+  const npy::Output broken[] = {{dir_ / "c.npy", shape, a},
+                                {dir_ / "old.npy", shape3, b},
+                                {dir_ / "no_such_dir" / "d.npy", shape, a}};
+  try {
+    npy::write_all(broken);
+    FAIL() << "expected npy::Error";
+  } catch (const npy::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no_such_dir"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(files(), (std::vector<std::string>{"a.npy", "b.npy", "old.npy"}));
+  expect_bits_equal(npy::read(dir_ / "old.npy").data, a);
+  // One file named twice (also through another spelling of the path): an error, nothing written.
+  const npy::Output twice[] = {{dir_ / "e.npy", shape, a}, {dir_ / "." / "e.npy", shape, a}};
+  EXPECT_THROW(npy::write_all(twice), npy::Error);
+  EXPECT_FALSE(fs::exists(dir_ / "e.npy"));
+  EXPECT_EQ(listing().size(), 3u);
 }
 
 TEST_F(NpyFile, ReadErrorsNameThePath) {

@@ -1,19 +1,54 @@
 """The float64 attention the Python tests compare with: the three steps as the attention module
 writes them in NumPy, over arrays of shape (..., n, d), K/V heads broadcast by grouped-query
-attention, the bottom-right causal mask."""
+attention, the bottom-right causal mask; and its backward pass, the textbook gradients."""
 import numpy as np
 
 
-def attention(q, k, v, causal=False, scale=None):
+def _grouped(q, k, v):
+    """K and V as float64 with every key/value head repeated for the query heads that read it."""
     q, k, v = (x.astype(np.float64) for x in (q, k, v))
     if q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
         group = q.shape[-3] // k.shape[-3]
         k, v = np.repeat(k, group, axis=-3), np.repeat(v, group, axis=-3)
+    return q, k, v
+
+
+def _weights(q, k, causal, scale):
+    """P = softmax(scale Q Kᵀ) per row, with the row max subtracted; a row that sees no key (the
+    causal mask with more queries than keys) is all zeros, as the library's zero rows are."""
     scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
     s = scale * q @ np.swapaxes(k, -1, -2)
     if causal:
         n, m = s.shape[-2:]
         s = np.where(np.arange(m)[None, :] <= np.arange(n)[:, None] + (m - n), s, -np.inf)
-    s = s - s.max(axis=-1, keepdims=True)
-    p = np.exp(s)
-    return (p / p.sum(axis=-1, keepdims=True)) @ v
+    top = s.max(axis=-1, keepdims=True)
+    visible = np.isfinite(top)
+    p = np.exp(s - np.where(visible, top, 0))
+    total = p.sum(axis=-1, keepdims=True)
+    return np.where(visible, p / np.where(visible, total, 1), 0), scale
+
+
+def attention(q, k, v, causal=False, scale=None):
+    q, k, v = _grouped(q, k, v)
+    p, _ = _weights(q, k, causal, scale)
+    return p @ v
+
+
+def attention_backward(q, k, v, d_o, causal=False, scale=None):
+    """(dQ, dK, dV) in float64 of the loss whose gradient with respect to O is dO:
+    dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − rowsum(dP ∘ P)), dQ = scale dS K, dK = scale dSᵀ Q;
+    under grouped-query attention a key/value head's dK and dV sum its query heads'."""
+    kv_shape = k.shape
+    q, k, v = _grouped(q, k, v)
+    d_o = d_o.astype(np.float64)
+    p, scale = _weights(q, k, causal, scale)
+    dv = np.swapaxes(p, -1, -2) @ d_o
+    dp = d_o @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+    dq = scale * ds @ k
+    dk = scale * np.swapaxes(ds, -1, -2) @ q
+    if dk.shape != kv_shape:  # sum each group of query heads into its key/value head
+        grouped = kv_shape[:-2] + (dk.shape[-3] // kv_shape[-3],) + kv_shape[-2:]
+        dk = dk.reshape(grouped).sum(axis=-3)
+        dv = dv.reshape(grouped).sum(axis=-3)
+    return dq, dk, dv

@@ -13,19 +13,20 @@ import fig_compare
 import formatting as fmt
 from document import Bullets, Document, Figure, Paragraph, Table
 from loader import Table as Points
-from loader import kernel_sort_key
+from loader import PASSES, kernel_sort_key
 
 # Context keys that differ on every run and say nothing about the machine or the build.
 _VOLATILE = {"date", "load_avg", "executable"}
 
 
 def shared_points(table: Points) -> list:
-    """[(point, [record per run])] for every measured (kernel, n, d, threads, causal) all runs have."""
+    """[(point, [record per run])] for every measured (kernel, n, d, threads, causal, pass) all runs have."""
     by_run = [{r.point: r for r in table.measured().where(run=run.index)} for run in table.runs]
     common = set(by_run[0]).intersection(*by_run[1:])
     def key(p):
         r = by_run[0][p]
-        return (kernel_sort_key(r.kernel), r.family, r.threads, r.causal, r.d, r.heads, r.kv_heads, r.q_len, r.kv_len)
+        return (PASSES.index(r.pass_), kernel_sort_key(r.kernel), r.family, r.threads, r.causal, r.d, r.heads,
+                r.kv_heads, r.q_len, r.kv_len)
 
     return [(p, [runs[p] for runs in by_run]) for p in sorted(common, key=key)]
 
@@ -67,18 +68,21 @@ def build(table: Points, out_dir) -> tuple:
         if warning:
             s.add(Paragraph(f"**Caution** ({run.label}): {warning}."))
 
-    # summary per kernel
+    # summary per kernel (and pass, when the runs share backward points)
     s = doc.section("Summary per kernel")
     rows, bullets = [], []
+    passes = [p for p in PASSES if any(recs[0].pass_ == p for _, recs in shared)]
+    by_pass = passes != ["forward"] and len(passes) > 0
     for k in range(1, len(runs)):
         for kernel in fig_compare.common_kernels(table):
-            ratios = np.array([recs[k].gflops_median / recs[0].gflops_median for _, recs in shared
-                               if recs[0].kernel == kernel])
-            ratios = ratios[np.isfinite(ratios) & (ratios > 0)]
-            if len(ratios):
-                geo = float(np.exp(np.mean(np.log(ratios))))
-                rows.append([runs[k].label, f"`{kernel}`", str(len(ratios)), fmt.ratio(geo), fmt.ratio(ratios.min()),
-                             fmt.ratio(ratios.max())])
+            for pass_ in passes:
+                ratios = np.array([recs[k].gflops_median / recs[0].gflops_median for _, recs in shared
+                                   if recs[0].kernel == kernel and recs[0].pass_ == pass_])
+                ratios = ratios[np.isfinite(ratios) & (ratios > 0)]
+                if len(ratios):
+                    geo = float(np.exp(np.mean(np.log(ratios))))
+                    rows.append([runs[k].label, f"`{kernel}`"] + ([pass_] if by_pass else [])
+                                + [str(len(ratios)), fmt.ratio(geo), fmt.ratio(ratios.min()), fmt.ratio(ratios.max())])
         all_ratios = np.array([recs[k].gflops_median / recs[0].gflops_median for _, recs in shared])
         all_ratios = all_ratios[np.isfinite(all_ratios) & (all_ratios > 0)]
         if len(all_ratios):
@@ -88,8 +92,10 @@ def build(table: Points, out_dir) -> tuple:
     if bullets:
         s.add(Bullets(bullets))
     if rows:
-        s.add(Table(["run", "kernel", "shared points", "geometric mean ratio", "min", "max"], rows, align="llrrrr",
-                    caption=f"GFLOP/s over {first.label}'s, per kernel:"))
+        s.add(Table(["run", "kernel"] + (["pass"] if by_pass else []) + ["shared points", "geometric mean ratio",
+                                                                          "min", "max"], rows,
+                    align="ll" + ("l" if by_pass else "") + "rrrr",
+                    caption=f"GFLOP/s over {first.label}'s, per kernel" + (" and pass" if by_pass else "") + ":"))
     else:
         s.add(Paragraph("The runs share no measured point."))
 
@@ -99,19 +105,20 @@ def build(table: Points, out_dir) -> tuple:
              for _, recs in shared for k in range(1, len(runs))]
     figures.append(fig_compare.draw_ratios(table, pairs, out_dir))
     s = doc.section("Figures")
-    s.add(Figure(figures[0], "GFLOP/s (median) against n for each kernel every run measured, one thread, not causal; "
+    s.add(Figure(figures[0], "Forward GFLOP/s (median) against n for each kernel every run measured, one thread, not causal; "
                              "colour: run, line style: head dim."))
     s.add(Figure(figures[1], f"Each run's GFLOP/s over {first.label}'s at every shared point; circles one thread, "
                              f"triangles more."))
 
     # every shared point
     s = doc.section("GFLOP/s at the shared points")
-    header = ["kernel", "shape", "d", "threads", "causal"] + [f"{r.label} GFLOP/s" for r in runs] + \
-             [f"{r.label} / {first.label}" for r in runs[1:]]
+    header = ["kernel", "shape", "d", "threads", "causal"] + (["pass"] if by_pass else []) + \
+             [f"{r.label} GFLOP/s" for r in runs] + [f"{r.label} / {first.label}" for r in runs[1:]]
     rows = []
     for _, recs in shared:
         p = recs[0]
         row = [f"`{p.kernel}`", p.shape, str(p.d), str(p.threads), "yes" if p.causal else "no"]
+        row += [p.pass_] if by_pass else []
         row += [fmt.sig(r.gflops_median) for r in recs]
         for r in recs[1:]:
             ratio = r.gflops_median / recs[0].gflops_median
@@ -120,7 +127,7 @@ def build(table: Points, out_dir) -> tuple:
         rows.append(row)
     s.add(Paragraph("A ratio is marked \"within noise\" when it differs from 1 by less than the larger CV of the "
                     "two runs' times at that point."))
-    s.add(Table(header, rows, align="llrrl" + "r" * (len(runs) * 2 - 1)))
+    s.add(Table(header, rows, align="llrrl" + ("l" if by_pass else "") + "r" * (len(runs) * 2 - 1)))
     only = []
     for run in runs:
         mine = {r.point for r in table.measured().where(run=run.index)}

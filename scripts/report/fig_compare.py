@@ -24,7 +24,7 @@ def common_kernels(table: Table) -> list:
 def draw_overlay(table: Table, out_dir, threads: int = 1) -> plotting.FigureFile:
     plt = plotting.plt
     kernels = common_kernels(table)
-    data = table.matrix().measured().where(causal=False, threads=threads)
+    data = table.forward().matrix().measured().where(causal=False, threads=threads)
     dims = data.values("d")
     columns = min(3, max(1, len(kernels)))
     rows = max(1, math.ceil(len(kernels) / columns))
@@ -55,7 +55,7 @@ def draw_overlay(table: Table, out_dir, threads: int = 1) -> plotting.FigureFile
     handles += [Line2D([], [], color="black", linestyle=_DIM_STYLES[j % len(_DIM_STYLES)]) for j in range(len(dims))]
     labels += [f"d = {d}" for d in dims]
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(labels)), frameon=False)
-    fig.suptitle(f"GFLOP/s vs n per kernel, runs overlaid ({threads} thread(s), not causal)")
+    fig.suptitle(f"Forward GFLOP/s vs n per kernel, runs overlaid ({threads} thread(s), not causal)")
     plotting.finish(fig)
     return plotting.save(fig, out_dir, "fig_compare_gflops", "GFLOP/s per kernel, runs overlaid")
 

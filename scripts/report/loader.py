@@ -6,7 +6,10 @@ of the report reads the `Table` it returns.
 A name reads `<strategy>/<backend>[/<isa>]/n:<n>/d:<d>/threads:<t>/causal:<0|1>` for the matrix of
 square one-head points, or spells out the shape for the others:
 `.../q:<q_len>/kv:<kv_len>/d:<d>[/heads:<h>/kv_heads:<h>]/threads:<t>/causal:<0|1>` (decoding: one
-query over many keys; grouped-query attention: several query heads per key/value head). Google
+query over many keys; grouped-query attention: several query heads per key/value head). A point of
+the backward pass ends in `/pass:backward`, one of a training step (forward, then backward) in
+`/pass:forward+backward`; a name without `pass:` is the forward pass, as every name was before the
+benchmark had a backward, so older JSON loads as it did. Google
 Benchmark then appends (`/iterations:1` for a point that runs one call per repetition,
 `/repeats:3`, `/real_time`, and for an aggregate `_mean`, `_median`, `_stddev` or `_cv`). A point is
 one `run_name`; its median, mean and coefficient of variation come from the aggregates (or, when
@@ -39,6 +42,8 @@ MEASURES = ("time_ms",) + tuple(COUNTERS.values())
 STATS = ("median", "mean", "cv")
 
 _STATUSES = ("skipped", "missing", "unsupported", "failed")
+# The `pass` column's values (the Record field is `pass_`: `pass` is a Python keyword).
+PASSES = ("forward", "backward", "forward+backward")
 _TIME_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 _AGGREGATE_SUFFIX = re.compile(r"_(mean|median|stddev|cv)$")
 # Order of kernels in every table and legend: strategy, then backend from fastest to plainest.
@@ -80,6 +85,12 @@ class Run:
         """ "tasks of 48 query rows", or without the number for a run that did not record it."""
         rows = self.rows_per_task()
         return f"tasks of {rows} query rows" if rows else "tasks of a fixed number of query rows"
+
+    def backward_check_phrase(self) -> str:
+        """ "97 × 203 problem" (query rows × keys) from `backward_check_shape`, which the benchmark
+        records; "small problem" for a run that did not record it."""
+        rows, _, keys = str(self.context.get("backward_check_shape", "")).partition("x")
+        return f"{rows} × {keys} problem" if rows.isdigit() and keys.isdigit() else "small problem"
 
     def triad_gbs(self, threads: int) -> float | None:
         """Measured STREAM-like triad bandwidth for this thread count (GB/s)."""
@@ -169,12 +180,13 @@ class Record:
     # (library absent), "unsupported" (the point), "failed" (the oracle check or an error)
     status: str = "measured"
     window: str = "matrix"  # the JSON's attnbench_window: "matrix", "contenders" or "python"
+    pass_: str = "forward"  # the `pass` column: "forward", "backward" or "forward+backward"
 
     @property
     def point(self) -> tuple:
         """What identifies the point across runs."""
         return (self.kernel, self.family, self.q_len, self.kv_len, self.heads, self.kv_heads, self.d,
-                self.threads, self.causal)
+                self.threads, self.causal, self.pass_)
 
     @property
     def shape(self) -> str:
@@ -203,7 +215,8 @@ def parse_name(name: str) -> dict:
     """Split a benchmark name into its columns. For example
     `tiled/simd/avx2/n:128/d:64/threads:1/causal:0/iterations:1/repeats:3/real_time_cv` gives kernel
     `tiled/simd/avx2` (strategy tiled, backend simd, isa avx2), n 128, d 64, threads 1, causal False,
-    one call per repetition, aggregate `cv`. Raises ValueError for a name without those columns."""
+    pass forward, one call per repetition, aggregate `cv`; `.../causal:0/pass:backward/...` gives pass
+    backward. Raises ValueError for a name without those columns or with an unknown pass."""
     match = _AGGREGATE_SUFFIX.search(name)
     aggregate = match.group(1) if match else None
     if match:
@@ -223,6 +236,9 @@ def parse_name(name: str) -> dict:
     if len(kernel_parts) < 2 or missing:
         raise ValueError(f"benchmark name {name!r}: expected strategy/backend[/isa] then n: (or q: and kv:), d:, "
                          f"threads:, causal:" + (f"; missing {', '.join(missing)}" if missing else ""))
+    pass_ = args.get("pass", "forward")
+    if pass_ not in PASSES:
+        raise ValueError(f"benchmark name {name!r}: pass:{pass_} is none of {', '.join(PASSES)}")
     q_len, kv_len = int(args["q"]), int(args["kv"])
     heads, kv_heads = int(args.get("heads", 1)), int(args.get("kv_heads", 1))
     if heads != 1 or kv_heads != 1:
@@ -246,6 +262,7 @@ def parse_name(name: str) -> dict:
         "threads": int(args["threads"]),
         "causal": args["causal"] not in ("0", "false"),
         "one_call_per_repetition": args.get("iterations") == "1",
+        "pass_": pass_,
         "aggregate": aggregate,
     }
 
@@ -441,6 +458,15 @@ class Table:
     def matrix(self) -> "Table":
         """The square one-head points of the n x d matrix, which the figures and most text read."""
         return self.where(family="matrix")
+
+    def forward(self) -> "Table":
+        """The forward pass's points: what every section but the backward's reads."""
+        return self.where(pass_="forward")
+
+    def passes(self) -> list:
+        """The passes the table has points of, in PASSES order."""
+        have = {r.pass_ for r in self.records}
+        return [p for p in PASSES if p in have]
 
     def measured(self) -> "Table":
         return Table([r for r in self.records if not r.skipped], self.runs)

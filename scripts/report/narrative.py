@@ -4,14 +4,17 @@ vocabulary of attention: the n x n score matrix, the softmax passes, memory traf
 This module holds the section order; the sections are written by narrative_overview (summary,
 machine), narrative_concepts (the demos), narrative_time_memory (time, crossover, memory),
 narrative_throughput (GFLOP/s, winners, speedups, roofline, threads), narrative_shapes (causal,
-decoding, grouped-query) and narrative_method (noise, skipped points, method). Every number they
-quote is computed by the analysis modules (analysis, analysis_memory, analysis_throughput,
-analysis_demos), which the fig_* modules read too; the section modules only format and phrase it.
+decoding, grouped-query), narrative_backward (the backward pass) and narrative_method (noise,
+skipped points, method). Every number they quote is computed by the analysis modules (analysis,
+analysis_memory, analysis_throughput, analysis_backward, analysis_demos), which the fig_* modules
+read too; the section modules only format and phrase it. Every section but the backward's, noise,
+skipped points and method reads the forward pass's points only.
 """
 from __future__ import annotations
 
 import analysis
 import demos as demo_data
+import narrative_backward
 import narrative_concepts
 import narrative_contenders
 import narrative_method
@@ -31,7 +34,8 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
     ctx = run.context
     all_threads = analysis.threads_all(table)
     measured = table.measured()
-    matrix = table.matrix()
+    forward = table.forward()
+    matrix = forward.matrix()
     doc = Document(
         title=f"attnbench report: {run.label}",
         subtitle=(f"{ctx.get('cpu_model', 'unknown CPU')}, {ctx.get('num_cpus', '?')} CPUs, preset "
@@ -40,7 +44,7 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
                   f"{len(table.skipped())} skipped); every number below is computed from that file"
                   + (f", those of the Concepts section from `{demo_data.FILE_NAME}` next to it." if demos else ".")),
     )
-    narrative_overview.summary(doc, matrix, table, all_threads)
+    narrative_overview.summary(doc, matrix, table, all_threads, (narrative_backward.summary_item(table, all_threads),))
     headline = narrative_contenders.headline(windows or [])
     if headline:  # the summary's headline: the lead over the strongest peer, not over our own baseline
         summary = doc.sections[-1]
@@ -66,7 +70,9 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
             "This run measured no square one-head point (`n:` in the name), so there are no curves against n, "
             "no figures and no fits; the points it has are listed below."))
     narrative_contenders.section(doc, windows or [], figures)
-    narrative_shapes.decode_and_gqa(doc, table, all_threads)
+    narrative_shapes.decode_and_gqa(doc, forward, all_threads)
+    if len(matrix.measured()):
+        narrative_backward.section(doc, table, figures, all_threads)
     narrative_method.noise(doc, table)
     narrative_method.skipped(doc, table)
     narrative_method.method(doc, table)

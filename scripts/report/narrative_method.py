@@ -25,11 +25,19 @@ def noise(doc: Document, table: Points) -> None:
                  f"their CV rests on only {' or '.join(str(v) for v in repetitions)} calls.")
     s.add(Paragraph(text))
     if noisy:
-        rows = [[fmt.code(r.kernel), r.shape, str(r.d), str(r.threads), "yes" if r.causal else "no",
-                 fmt.pct(100 * r.time_ms_cv), str(r.repetitions), fmt.ms(r.time_ms_median)] for r in noisy]
-        s.add(Table(["kernel", "shape", "d", "threads", "causal", "CV of time", "repetitions", "median time"], rows,
-                    align="llrrlrrr",
+        passes = _pass_column(table)
+        rows = [[fmt.code(r.kernel), r.shape, str(r.d), str(r.threads), "yes" if r.causal else "no"]
+                + ([r.pass_] if passes else [])
+                + [fmt.pct(100 * r.time_ms_cv), str(r.repetitions), fmt.ms(r.time_ms_median)] for r in noisy]
+        s.add(Table(["kernel", "shape", "d", "threads", "causal"] + (["pass"] if passes else [])
+                    + ["CV of time", "repetitions", "median time"], rows,
+                    align="llrrl" + ("l" if passes else "") + "rrr",
                     caption=f"Points with CV above {fmt.pct(100 * analysis.CV_FLAG, 0)}:"))
+
+
+def _pass_column(table: Points) -> bool:
+    """Do the point tables need a `pass` column (the run has backward points)?"""
+    return table.passes() != ["forward"]
 
 
 def skipped(doc: Document, table: Points) -> None:
@@ -44,9 +52,11 @@ def skipped(doc: Document, table: Points) -> None:
         f"per repetition in the JSON) instead of leaving it out silently: "
         + "; ".join(f"{len(rows)} × “{rows[0].skip_reason if len(rows) == 1 else kind.replace('#', '…')}”"
                     for kind, rows in kinds.items()) + "."))
-    rows = [[fmt.code(r.kernel), r.shape, str(r.d), str(r.threads), "yes" if r.causal else "no", r.skip_reason]
-            for r in skipped]
-    s.add(Table(["kernel", "shape", "d", "threads", "causal", "reason"], rows, align="llrrll"))
+    passes = _pass_column(table)
+    rows = [[fmt.code(r.kernel), r.shape, str(r.d), str(r.threads), "yes" if r.causal else "no"]
+            + ([r.pass_] if passes else []) + [r.skip_reason] for r in skipped]
+    s.add(Table(["kernel", "shape", "d", "threads", "causal"] + (["pass"] if passes else []) + ["reason"], rows,
+                align="llrrl" + ("l" if passes else "") + "l"))
 
 
 def method(doc: Document, table: Points) -> None:
@@ -57,6 +67,13 @@ def method(doc: Document, table: Points) -> None:
         "times are Google Benchmark's real time per call, median over the repetitions.",
         "GFLOP/s = 4 × scored query-key pairs × d / time (pairs = n², or n(n+1)/2 when causal): the two matrix "
         "products' multiply-adds, not the softmax; `pct_peak` divides it by the measured FMA peak of that thread count.",
+        *([] if not _pass_column(table) else [
+            "A backward point (`pass:backward`: attention_backward alone, on the O and LSE of an untimed forward) is "
+            "credited with 2.5 times those FLOPs and a training step (`pass:forward+backward`) with 3.5 times, as "
+            "FlashAttention's benchmarks count them; each backward kernel's gradients pass the tests' criterion "
+            "(`testing/backward.hpp`) on a " + run.backward_check_phrase() + ", per head dim and thread count, before any of its "
+            "points is timed (`oracle_error_ratio`: the largest error over the allowed one; a kernel that fails it "
+            "is recorded as failed, not timed)."]),
         "`scratch_bytes` is the kernel's measured workspace peak (packed K and V included, summed over worker "
         "threads); `score_matrix_bytes` = 4n²; `rss_peak_bytes` is the process's resident high-water mark; "
         "`bytes_moved` is the compulsory-traffic model of the roofline.",

@@ -12,7 +12,9 @@ from loader import Table as Points
 
 # --- summary ------------------------------------------------------------------------------------
 
-def summary(doc: Document, table: Points, everything: Points, all_threads: int) -> None:
+def summary(doc: Document, table: Points, everything: Points, all_threads: int, more: tuple = ()) -> None:
+    """`table`: the forward's n × d matrix; `everything`: every point (for the noise); `more`: other
+    sections' headline bullets, listed before the noise."""
     s = doc.section("Summary")
     run = table.runs[0]
     items = []
@@ -64,6 +66,7 @@ def summary(doc: Document, table: Points, everything: Points, all_threads: int) 
         if parts:
             items.append(f"{fmt.code(tiled)} over the baseline {fmt.code(baseline)}, one thread: "
                          + "; ".join(parts) + ".")
+    items.extend(more)
     noisy = analysis.noisy(everything)
     items.append(f"Noise: {len(noisy)} of {len(everything.measured())} measured points vary more than "
                  f"{fmt.pct(100 * analysis.CV_FLAG, 0)} across repetitions (coefficient of variation of the real time); "

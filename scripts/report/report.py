@@ -5,7 +5,7 @@
 
 One run: report.md (GitHub Markdown, figures as PNG links), report.html (one self-contained page,
 figures inlined as SVG) and the figures fig1..fig7 as PNG and SVG, written next to the JSON (or
-into DIR); with the contenders' windows next to it (contenders.json, python_contenders.json), the
+into DIR), with fig9 and fig10 and the section "The backward pass" when the run has backward points; with the contenders' windows next to it (contenders.json, python_contenders.json), the
 section "Against the alternatives" and its figure fig8_contenders; when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
 section too, with its figures concepts_*. Several runs: a side-by-side comparison of machines or
 commits (GFLOP/s at the points the runs share, with ratios, and figures overlaying the runs),
@@ -23,6 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import compare  # noqa: E402
 import demos  # noqa: E402
+import analysis_backward  # noqa: E402
+import fig_backward_gflops  # noqa: E402
+import fig_backward_ratio  # noqa: E402
 import fig_concepts  # noqa: E402
 import fig_contenders  # noqa: E402
 import fig_gflops  # noqa: E402
@@ -38,16 +41,22 @@ import narrative  # noqa: E402
 import render  # noqa: E402
 
 FIGURES = (fig_time, fig_memory, fig_gflops, fig_heatmap, fig_speedup, fig_roofline, fig_threads)
+BACKWARD_FIGURES = (fig_backward_gflops, fig_backward_ratio)
 
 
 def single_report(table: loader.Table, out_dir: Path) -> list:
     """Every figure, then the text, for the one run in `table`; returns the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = {}
-    if len(table.matrix().measured()):  # the figures read the n x d matrix of square one-head points
+    matrix = table.forward().matrix()
+    if len(matrix.measured()):  # the figures read the forward's n x d matrix of square one-head points
         for module in FIGURES:
-            written = module.draw(table.matrix(), out_dir)
+            written = module.draw(matrix, out_dir)
             figures[written.stem] = written
+        if analysis_backward.measured(table):  # and the backward's, against the forward
+            for module in BACKWARD_FIGURES:
+                written = module.draw(table, out_dir)
+                figures[written.stem] = written
     concepts = load_demos(table.runs[0].path)
     if concepts:  # the Concepts section: the demos' figures, when demos.json lies next to the JSON
         figures.update({f.stem: f for f in fig_concepts.draw(concepts, out_dir).values()})

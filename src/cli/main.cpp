@@ -1,7 +1,12 @@
 // attnbench: the command line.
-//   attnbench list                                  every registry kernel, and whether it runs here
+//   attnbench list                                  every registry kernel, whether it has a
+//                                                   backward pass and whether it runs here
 //   attnbench run --q Q.npy --k K.npy --v V.npy --out O.npy [--kernel NAME] [--threads N]
 //                 [--causal] [--scale S] [--memory-budget BYTES]
+//   attnbench backward --q Q.npy --k K.npy --v V.npy --do dO.npy --dq dQ.npy --dk dK.npy
+//                 --dv dV.npy [--kernel NAME] [--threads N] [--causal] [--scale S]
+//                 [--memory-budget BYTES]           the kernel's forward (O, LSE), then its
+//                 backward
 //   attnbench demo NAME|all [--json FILE]           the attention module's experiments (src/demo/)
 // Any bad input: one line on stderr naming what and where, exit code 2, no output file.
 #include <oneapi/tbb/global_control.h>
@@ -10,8 +15,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attnbench.hpp"
 #include "demo/demos.hpp"
@@ -46,13 +54,20 @@ std::array<std::size_t, 4> as_bhnd(const std::string& name, const std::vector<st
   return bhnd;
 }
 
+// "V.npy: shape (6, 8) differs from K.npy shape (5, 8); K and V must have the same shape".
+void require_same_shape(const std::string& name, const attnbench::npy::Array& a,
+                        const std::string& other_name, const attnbench::npy::Array& other,
+                        const char* rule) {
+  if (a.shape != other.shape) {
+    throw UsageError(name + ": shape " + shape_string(a.shape) + " differs from " + other_name +
+                     " shape " + shape_string(other.shape) + "; " + rule);
+  }
+}
+
 Shape shape_of(const std::string& q_name, const attnbench::npy::Array& q, const std::string& k_name,
                const attnbench::npy::Array& k, const std::string& v_name,
                const attnbench::npy::Array& v) {
-  if (k.shape != v.shape) {
-    throw UsageError(v_name + ": shape " + shape_string(v.shape) + " differs from " + k_name +
-                     " shape " + shape_string(k.shape) + "; K and V must have the same shape");
-  }
+  require_same_shape(v_name, v, k_name, k, "K and V must have the same shape");
   if (k.shape.size() != q.shape.size()) {
     throw UsageError(k_name + ": shape " + shape_string(k.shape) + " has " +
                      std::to_string(k.shape.size()) + " dimensions but " + q_name + " shape " +
@@ -76,63 +91,199 @@ Shape shape_of(const std::string& q_name, const attnbench::npy::Array& q, const 
 }
 
 int list_kernels() {
+  std::printf("%-24s %-9s %s\n", "kernel", "backward", "status");
   for (const attnbench::Kernel& k : attnbench::registry()) {
     const attnbench::Kernel& runs = attnbench::resolve(k);
     std::string status = runs.available() ? "available" : "unavailable on this CPU";
     if (&runs != &k) status += " (runs " + std::string(runs.name) + ")";
-    std::printf("%-24s %s\n", std::string(k.name).c_str(), status.c_str());
+    std::printf("%-24s %-9s %s\n", std::string(k.name).c_str(), k.has_backward() ? "yes" : "no",
+                status.c_str());
   }
   return 0;
 }
 
-struct RunArgs {
-  std::string q, k, v, out, kernel;
+// What `run` and `backward` share: the inputs and the options of the attention call.
+struct CallArgs {
+  std::string q, k, v, kernel;
   std::size_t threads = 0;
   bool causal = false;
   std::optional<float> scale;
   std::size_t memory_budget = 0;
 };
 
+// `kernel_help`: what --kernel defaults to for this command.
+void add_call_options(CLI::App* cmd, CallArgs& args, const char* kernel_help) {
+  cmd->add_option("--q", args.q, "queries, float32 (n, d), (h, n, d) or (b, h, n, d)")->required();
+  cmd->add_option("--k", args.k, "keys, float32, same rank as Q; may have fewer heads")->required();
+  cmd->add_option("--v", args.v, "values, float32, the shape of K")->required();
+  cmd->add_option("--kernel", args.kernel, kernel_help);
+  cmd->add_option("--threads", args.threads, "worker threads; 0 = every core")
+      ->default_val(0)
+      ->check(CLI::Range(0, 1024));
+  cmd->add_flag("--causal", args.causal, "bottom-right causal mask");
+  cmd->add_option("--scale", args.scale, "score scale (default 1/sqrt(d))");
+  cmd->add_option("--memory-budget", args.memory_budget,
+                  "largest naive score matrix in bytes (default: half of RAM; a naive backward "
+                  "holds two, P and dS)");
+}
+
+const attnbench::Kernel& kernel_named(const std::string& name) {
+  if (name.empty()) return attnbench::default_kernel();
+  const attnbench::Kernel* kernel = attnbench::find_kernel(name);
+  if (kernel == nullptr) {
+    throw UsageError("--kernel " + name + ": unknown kernel; `attnbench list` shows the kernels");
+  }
+  return *kernel;
+}
+
+// The inputs of a call, read and checked against each other, and its options.
+struct Call {
+  attnbench::npy::Array q, k, v;
+  Shape shape;
+  attnbench::Options options;
+};
+
+Call read_call(const CallArgs& args) {
+  Call call{attnbench::npy::read(args.q), attnbench::npy::read(args.k),
+            attnbench::npy::read(args.v), Shape{}, attnbench::Options{}};
+  call.shape = shape_of(args.q, call.q, args.k, call.k, args.v, call.v);
+  call.options.causal = args.causal;
+  call.options.scale = args.scale;
+  call.options.threads = args.threads;
+  call.options.memory_budget_bytes = args.memory_budget;
+  return call;
+}
+
+// The CLI owns its process, so it may lift TBB's default cap of one thread per core when asked
+// for more (the library itself never changes process-wide TBB settings).
+tbb::global_control allow_threads(std::size_t threads) {
+  return tbb::global_control(tbb::global_control::max_allowed_parallelism,
+                             std::max<std::size_t>(threads, tbb::info::default_concurrency()));
+}
+
+using Milliseconds = std::chrono::duration<double, std::milli>;
+
+// Times one call of `f`.
+template <class F>
+Milliseconds timed(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::steady_clock::now() - start;
+}
+
+// "kernel K, threads T, shape b=... d=... [causal]": the start of both commands' report line.
+std::string describe(const attnbench::Kernel& kernel, std::size_t threads, const Shape& shape,
+                     bool causal) {
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "kernel %s, threads %zu, shape b=%zu q_heads=%zu kv_heads=%zu q_len=%zu kv_len=%zu "
+                "d=%zu%s",
+                std::string(kernel.name).c_str(), threads, shape.batch, shape.q_heads,
+                shape.kv_heads, shape.q_len, shape.kv_len, shape.head_dim, causal ? " causal" : "");
+  return text;
+}
+
+struct RunArgs {
+  CallArgs call;
+  std::string out;
+};
+
 int run(const RunArgs& args) {
-  const attnbench::Kernel* kernel = &attnbench::default_kernel();
-  if (!args.kernel.empty()) {
-    kernel = attnbench::find_kernel(args.kernel);
-    if (kernel == nullptr) {
-      throw UsageError("--kernel " + args.kernel +
-                       ": unknown kernel; `attnbench list` shows the kernels");
+  const attnbench::Kernel* kernel = &kernel_named(args.call.kernel);
+  const Call call = read_call(args.call);
+  const std::size_t threads = attnbench::worker_threads(call.options);
+  const tbb::global_control allow = allow_threads(threads);
+
+  std::vector<float> o(call.shape.q_elements());
+  attnbench::Workspace ws;
+  const Milliseconds elapsed = timed([&] {
+    kernel = &attnbench::attention(
+        *kernel, call.shape, call.options,
+        {call.q.data.data(), call.k.data.data(), call.v.data.data(), o.data()}, ws);
+  });
+  attnbench::npy::write(args.out, call.q.shape, o);
+
+  std::printf("%s, compute %.3f ms, scratch %zu bytes, wrote %s\n",
+              describe(*kernel, threads, call.shape, args.call.causal).c_str(), elapsed.count(),
+              ws.peak_bytes(), args.out.c_str());
+  return 0;
+}
+
+struct BackwardArgs {
+  CallArgs call;
+  std::string d_o, dq, dk, dv;
+};
+
+// --kernel, or by default the first available kernel of the registry that has a backward pass.
+const attnbench::Kernel& backward_kernel_named(const std::string& name) {
+  if (name.empty()) {
+    for (const attnbench::Kernel& k : attnbench::registry()) {
+      if (k.available() && k.has_backward()) return k;
+    }
+    throw UsageError("no kernel available on this CPU has a backward pass");
+  }
+  const attnbench::Kernel& requested = kernel_named(name);
+  if (!requested.has_backward()) {
+    const attnbench::Kernel& runs = attnbench::resolve(requested);
+    throw UsageError("--kernel " + name + ": " +
+                     (&runs != &requested ? "runs " + std::string(runs.name) + ", which has"
+                                          : std::string("has")) +
+                     " no backward pass; `attnbench list` shows the kernels that do");
+  }
+  return requested;
+}
+
+int backward(const BackwardArgs& args) {
+  const attnbench::Kernel& requested = backward_kernel_named(args.call.kernel);
+  // Three gradients, three files: one named twice would be overwritten by the other.
+  const std::pair<const char*, const std::string*> outputs[] = {
+      {"--dq", &args.dq}, {"--dk", &args.dk}, {"--dv", &args.dv}};
+  for (std::size_t i = 0; i < 3; ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (std::filesystem::path(*outputs[i].second).lexically_normal() ==
+          std::filesystem::path(*outputs[j].second).lexically_normal()) {
+        throw UsageError(std::string(outputs[i].first) + " " + *outputs[i].second +
+                         ": the same file as " + outputs[j].first +
+                         "; each gradient needs its own file");
+      }
     }
   }
-  const auto q = attnbench::npy::read(args.q);
-  const auto k = attnbench::npy::read(args.k);
-  const auto v = attnbench::npy::read(args.v);
-  const Shape shape = shape_of(args.q, q, args.k, k, args.v, v);
-  attnbench::Options options;
-  options.causal = args.causal;
-  options.scale = args.scale;
-  options.threads = args.threads;
-  options.memory_budget_bytes = args.memory_budget;
+  const Call call = read_call(args.call);
+  const attnbench::npy::Array d_o = attnbench::npy::read(args.d_o);
+  require_same_shape(args.d_o, d_o, args.call.q, call.q, "dO must have the shape of Q (and O)");
+  const std::size_t threads = attnbench::worker_threads(call.options);
+  const tbb::global_control allow = allow_threads(threads);
 
-  // The CLI owns its process, so it may lift TBB's default cap of one thread per core when asked
-  // for more (the library itself never changes process-wide TBB settings).
-  const std::size_t threads = attnbench::worker_threads(options);
-  tbb::global_control allow(tbb::global_control::max_allowed_parallelism,
-                            std::max<std::size_t>(threads, tbb::info::default_concurrency()));
+  const Shape& shape = call.shape;
+  std::vector<float> o(shape.q_elements()), lse(shape.q_elements() / shape.head_dim);
+  std::vector<float> dq(shape.q_elements()), dk(shape.kv_elements()), dv(shape.kv_elements());
+  const attnbench::Tensors forward{call.q.data.data(), call.k.data.data(), call.v.data.data(),
+                                   o.data(), lse.data()};
+  const attnbench::Gradients gradients{d_o.data.data(), dq.data(), dk.data(), dv.data()};
+  // Both calls checked before either runs: a backward the budget refuses fails at once.
+  attnbench::validate(requested, shape, call.options, forward);
+  attnbench::validate_backward(requested, shape, call.options, forward, gradients);
 
-  std::vector<float> o(shape.q_elements());
   attnbench::Workspace ws;
-  const auto start = std::chrono::steady_clock::now();
-  kernel = &attnbench::attention(*kernel, shape, options,
-                                 {q.data.data(), k.data.data(), v.data.data(), o.data()}, ws);
-  const std::chrono::duration<double, std::milli> elapsed =
-      std::chrono::steady_clock::now() - start;
-  attnbench::npy::write(args.out, q.shape, o);
+  std::size_t forward_scratch = 0;
+  const attnbench::Kernel* kernel = &requested;
+  const Milliseconds forward_ms = timed([&] {
+    attnbench::attention(requested, shape, call.options, forward, ws);
+    forward_scratch = ws.peak_bytes();
+  });
+  const Milliseconds backward_ms = timed([&] {
+    kernel = &attnbench::attention_backward(requested, shape, call.options, forward, gradients, ws);
+  });
+  const attnbench::npy::Output files[] = {
+      {args.dq, call.q.shape, dq}, {args.dk, call.k.shape, dk}, {args.dv, call.v.shape, dv}};
+  attnbench::npy::write_all(files);
 
   std::printf(
-      "kernel %s, threads %zu, shape b=%zu q_heads=%zu kv_heads=%zu q_len=%zu kv_len=%zu "
-      "d=%zu%s, compute %.3f ms, scratch %zu bytes, wrote %s\n",
-      std::string(kernel->name).c_str(), threads, shape.batch, shape.q_heads, shape.kv_heads,
-      shape.q_len, shape.kv_len, shape.head_dim, args.causal ? " causal" : "", elapsed.count(),
-      ws.peak_bytes(), args.out.c_str());
+      "%s, forward %.3f ms (scratch %zu bytes), backward %.3f ms (scratch %zu bytes), wrote %s, "
+      "%s, %s\n",
+      describe(*kernel, threads, shape, args.call.causal).c_str(), forward_ms.count(),
+      forward_scratch, backward_ms.count(), ws.peak_bytes(), args.dq.c_str(), args.dk.c_str(),
+      args.dv.c_str());
   return 0;
 }
 
@@ -141,25 +292,28 @@ int run(const RunArgs& args) {
 int main(int argc, char** argv) {
   CLI::App app{"attnbench: scaled dot-product attention on the CPU, O = softmax(Q K^T * scale) V"};
   app.require_subcommand(1);
-  CLI::App* list = app.add_subcommand("list", "print every kernel and whether this CPU runs it");
+  CLI::App* list = app.add_subcommand(
+      "list", "print every kernel, whether it has a backward pass and whether this CPU runs it");
 
-  RunArgs args;
+  RunArgs run_args;
   CLI::App* run_cmd = app.add_subcommand("run", "compute attention on .npy inputs");
-  run_cmd->add_option("--q", args.q, "queries, float32 (n, d), (h, n, d) or (b, h, n, d)")
+  add_call_options(run_cmd, run_args.call,
+                   "kernel name (default: the first available in `attnbench list`)");
+  run_cmd->add_option("--out", run_args.out, "output .npy, the shape of Q")->required();
+
+  BackwardArgs backward_args;
+  CLI::App* backward_cmd = app.add_subcommand(
+      "backward",
+      "the gradients dQ, dK, dV of attention on .npy inputs given dO (the kernel's own forward "
+      "first, for O and LSE)");
+  add_call_options(
+      backward_cmd, backward_args.call,
+      "kernel name (default: the first available in `attnbench list` with a backward)");
+  backward_cmd->add_option("--do", backward_args.d_o, "the output's gradient dO, the shape of Q")
       ->required();
-  run_cmd->add_option("--k", args.k, "keys, float32, same rank as Q; may have fewer heads")
-      ->required();
-  run_cmd->add_option("--v", args.v, "values, float32, the shape of K")->required();
-  run_cmd->add_option("--out", args.out, "output .npy, the shape of Q")->required();
-  run_cmd->add_option("--kernel", args.kernel,
-                      "kernel name (default: the first available in `attnbench list`)");
-  run_cmd->add_option("--threads", args.threads, "worker threads; 0 = every core")
-      ->default_val(0)
-      ->check(CLI::Range(0, 1024));
-  run_cmd->add_flag("--causal", args.causal, "bottom-right causal mask");
-  run_cmd->add_option("--scale", args.scale, "score scale (default 1/sqrt(d))");
-  run_cmd->add_option("--memory-budget", args.memory_budget,
-                      "largest naive score matrix in bytes (default: half of RAM)");
+  backward_cmd->add_option("--dq", backward_args.dq, "output .npy: dQ, the shape of Q")->required();
+  backward_cmd->add_option("--dk", backward_args.dk, "output .npy: dK, the shape of K")->required();
+  backward_cmd->add_option("--dv", backward_args.dv, "output .npy: dV, the shape of V")->required();
 
   std::string demo_name, demo_json;
   std::string demo_choices;  // from the demos' own list, so a new demo appears in --help
@@ -174,7 +328,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     if (list->parsed()) return list_kernels();
     if (demo->parsed()) return attnbench::demo::run(demo_name, demo_json, stdout);
-    return run(args);
+    if (backward_cmd->parsed()) return backward(backward_args);
+    return run(run_args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace attnbench::npy {
 namespace {
@@ -401,32 +402,57 @@ std::vector<std::byte> serialise(std::span<const std::size_t> shape, std::span<c
 
 void write(const std::filesystem::path& path, std::span<const std::size_t> shape,
            std::span<const float> data) {
-  const std::string name = path.string();
-  const std::vector<std::byte> bytes = serialise_as(shape, data, name);
-  fs::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
+  const Output one{path, shape, data};
+  write_all({&one, 1});
+}
 
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) fail(name, "cannot create " + tmp.string() + ": " + errno_str());
-  // From here on, every exit other than a successful rename removes the temporary.
-  struct RemoveUnlessKept {
-    const fs::path& p;
-    bool keep = false;
-    ~RemoveUnlessKept() {
+void write_all(std::span<const Output> outputs) {
+  // Every temporary that exists and is not yet renamed into place is removed on any exit.
+  struct Temporaries {
+    std::vector<fs::path> paths;
+    std::size_t renamed = 0;  // paths[0, renamed) are in place
+    ~Temporaries() {
       std::error_code ignored;
-      if (!keep) fs::remove(p, ignored);
+      for (std::size_t i = renamed; i < paths.size(); ++i) fs::remove(paths[i], ignored);
     }
-  } guard{tmp};
+  } temporaries;
+  temporaries.paths.reserve(outputs.size());
+  auto where = [](const fs::path& p) {
+    std::error_code ec;
+    const fs::path absolute = fs::absolute(p, ec);
+    return (ec ? p : absolute).lexically_normal();
+  };
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (where(outputs[i].path) == where(outputs[j].path))
+        fail(outputs[i].path.string(),
+             "is written twice in one call (also output " + std::to_string(j) + ")");
+    }
+  }
 
-  const bool wrote = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  const int write_errno = errno;
-  const bool closed = std::fclose(f) == 0;  // reports buffered write errors such as ENOSPC
-  if (!wrote || !closed)
-    fail(name, "cannot write " + tmp.string() + ": " + std::strerror(wrote ? errno : write_errno));
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) fail(name, "cannot rename " + tmp.string() + " into place: " + ec.message());
-  guard.keep = true;
+  for (const Output& out : outputs) {
+    const std::string name = out.path.string();
+    const std::vector<std::byte> bytes = serialise_as(out.shape, out.data, name);
+    fs::path tmp = out.path;
+    tmp += ".tmp." + std::to_string(::getpid());
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) fail(name, "cannot create " + tmp.string() + ": " + errno_str());
+    temporaries.paths.push_back(tmp);
+    const bool wrote = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+    const int write_errno = errno;
+    const bool closed = std::fclose(f) == 0;  // reports buffered write errors such as ENOSPC
+    if (!wrote || !closed)
+      fail(name,
+           "cannot write " + tmp.string() + ": " + std::strerror(wrote ? errno : write_errno));
+  }
+  for (const Output& out : outputs) {
+    const fs::path& tmp = temporaries.paths[temporaries.renamed];
+    std::error_code ec;
+    fs::rename(tmp, out.path, ec);
+    if (ec)
+      fail(out.path.string(), "cannot rename " + tmp.string() + " into place: " + ec.message());
+    ++temporaries.renamed;
+  }
 }
 
 }  // namespace attnbench::npy

@@ -43,4 +43,18 @@ std::vector<std::byte> serialise(std::span<const std::size_t> shape, std::span<c
 void write(const std::filesystem::path& path, std::span<const std::size_t> shape,
            std::span<const float> data);
 
+// One array of a write_all().
+struct Output {
+  std::filesystem::path path;
+  std::span<const std::size_t> shape;
+  std::span<const float> data;
+};
+
+// Several files as write() writes one, all or none: every array goes to its temporary first, and
+// only once all of them are written are they renamed into place, in order. On a failure before
+// the renames every temporary is removed and no `path` is touched. (A rename failing after an
+// earlier one succeeded, which takes a directory changing under the call, leaves the earlier
+// files in place; Error names the one that failed.) Two outputs naming one file are an Error.
+void write_all(std::span<const Output> outputs);
+
 }  // namespace attnbench::npy

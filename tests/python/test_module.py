@@ -19,6 +19,7 @@ import attnbench
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for numpy_reference
 from numpy_reference import attention as reference  # noqa: E402
+from numpy_reference import attention_backward as reference_backward  # noqa: E402
 
 CLI = os.environ.get("ATTNBENCH_CLI")
 
@@ -203,6 +204,136 @@ class BadInput(unittest.TestCase):
             attnbench.attention(q, q, q, True)  # causal is keyword-only
 
 
+def backward_kernels():
+    return [k["name"] for k in attnbench.kernels() if k["available"] and k["has_backward"]]
+
+
+def relative_error(got, want):
+    """The largest |got - want| over 1 + the largest |want|: float32 against float64 gradients,
+    whatever their size."""
+    return float(np.abs(got - want).max() / (1 + np.abs(want).max()))
+
+
+class Backward(unittest.TestCase):
+    def test_numpy_reference_against_central_differences(self):
+        # The yardstick itself: its gradients are those of its forward, to finite-difference accuracy
+        # (float64, h = 1e-6), GQA and fully masked causal rows included.
+        rng = np.random.default_rng(40)
+        for qs, ks, causal in (((2, 4, 5, 3), (2, 2, 7, 3), False), ((6, 3), (4, 3), True)):
+            q, k, v, d_o = (rng.standard_normal(s) for s in (qs, ks, ks, qs))
+            grads = reference_backward(q, k, v, d_o, causal, 0.7)
+            for which, grad in enumerate(grads):
+                numeric = np.zeros_like(grad)
+                for at in np.ndindex(grad.shape):
+                    sides = []
+                    for h in (1e-6, -1e-6):
+                        args = [q.copy(), k.copy(), v.copy()]
+                        args[which][at] += h
+                        sides.append(float((reference(*args, causal, 0.7) * d_o).sum()))
+                    numeric[at] = (sides[0] - sides[1]) / 2e-6
+                self.assertLess(np.abs(numeric - grad).max(), 1e-7, f"{'qkv'[which]} {qs} {ks}")
+
+    def test_return_lse(self):
+        q, k, v = normal(2, 12, 8, seed=41), normal(1, 5, 8, seed=42), normal(1, 5, 8, seed=43)
+        plain = attnbench.attention(q, k, v, causal=True, threads=1)
+        o, lse = attnbench.attention(q, k, v, causal=True, threads=1, return_lse=True)
+        self.assertTrue(np.array_equal(o, plain))
+        self.assertEqual((lse.shape, lse.dtype), ((2, 12), np.float32))
+        s = q.astype(np.float64) @ k[0].T.astype(np.float64) / np.sqrt(8)
+        visible = np.arange(5)[None, :] <= np.arange(12)[:, None] - 7
+        with np.errstate(divide="ignore"):
+            want = np.log(np.where(visible, np.exp(s), 0).sum(axis=-1))
+        self.assertTrue(np.all(lse[:, :7] == -np.inf))  # rows that see no key
+        np.testing.assert_allclose(lse[:, 7:], want[:, 7:], atol=1e-5)
+
+    def test_gradients_match_float64_reference_for_every_rank_gqa_and_causal(self):
+        cases = [((37, 24), (53, 24)), ((4, 37, 24), (2, 53, 24)), ((2, 4, 9, 5), (2, 1, 70, 5)), ((12, 8), (5, 8))]
+        kernels = backward_kernels()
+        self.assertIn("tiled/scalar", kernels)
+        for qs, ks in cases:
+            q, k, v, d_o = normal(*qs, seed=44), normal(*ks, seed=45), normal(*ks, seed=46), normal(*qs, seed=47)
+            for causal in (False, True):
+                want = reference_backward(q, k, v, d_o, causal, 0.3)
+                for kernel in kernels:
+                    o, lse = attnbench.attention(q, k, v, causal=causal, scale=0.3, kernel=kernel, return_lse=True)
+                    grads = attnbench.attention_backward(q, k, v, o, lse, d_o, causal=causal, scale=0.3,
+                                                         kernel=kernel, threads=2)
+                    for name, got, expected in zip(("dq", "dk", "dv"), grads, want):
+                        self.assertEqual((got.shape, got.dtype), (expected.shape, np.float32), name)
+                        self.assertLess(relative_error(got, expected), 1e-5,
+                                        f"{kernel} {name} {qs} {ks} causal={causal}")
+
+    def test_default_kernel_threads_and_read_only_inputs(self):
+        q, k, v, d_o = normal(40, 16, seed=48), normal(40, 16, seed=49), normal(40, 16, seed=50), normal(40, 16, seed=51)
+        o, lse = attnbench.attention(q, k, v, return_lse=True)
+        for x in (q, k, v, o, lse, d_o):
+            x.setflags(write=False)
+        one = attnbench.attention_backward(q, k, v, o, lse, d_o, threads=1)
+        for threads in (2, None):
+            for a, b in zip(one, attnbench.attention_backward(q, k, v, o, lse, d_o, threads=threads)):
+                self.assertTrue(np.array_equal(a.view(np.uint32), b.view(np.uint32)), threads)
+        first = attnbench.attention_backward(q, k, v, o, lse, d_o, kernel=backward_kernels()[0], threads=1)
+        for a, b in zip(one, first):  # None: the first available kernel with a backward
+            self.assertTrue(np.array_equal(a, b))
+        for got, want in zip(one, reference_backward(q, k, v, d_o)):
+            self.assertLess(relative_error(got, want), 1e-5)
+
+    @unittest.skipUnless(CLI, "ATTNBENCH_CLI not set")
+    def test_bitwise_equal_to_the_cli(self):
+        # The CLI runs the kernel's forward for O and LSE itself, then the same backward.
+        q, k, v, d_o = normal(1, 4, 70, 33, seed=55), normal(1, 2, 129, 33, seed=56), normal(1, 2, 129, 33, seed=57), \
+            normal(1, 4, 70, 33, seed=58)
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = {}
+            for name, x in (("q", q), ("k", k), ("v", v), ("do", d_o)):
+                paths[name] = os.path.join(tmp, f"{name}.npy")
+                np.save(paths[name], x)
+            grads = [os.path.join(tmp, f"d{x}.npy") for x in "qkv"]
+            for kernel in backward_kernels():
+                for causal in (False, True):
+                    subprocess.run([CLI, "backward", "--q", paths["q"], "--k", paths["k"], "--v", paths["v"],
+                                    "--do", paths["do"], "--dq", grads[0], "--dk", grads[1], "--dv", grads[2],
+                                    "--kernel", kernel, "--threads", "2"] + (["--causal"] if causal else []),
+                                   check=True, capture_output=True)
+                    o, lse = attnbench.attention(q, k, v, causal=causal, kernel=kernel, return_lse=True)
+                    mine = attnbench.attention_backward(q, k, v, o, lse, d_o, causal=causal, kernel=kernel)
+                    for name, got, path in zip("qkv", mine, grads):
+                        self.assertTrue(np.array_equal(got.view(np.uint32), np.load(path).view(np.uint32)),
+                                        f"{kernel} d{name} causal={causal}")
+
+    def test_bad_inputs(self):
+        q, d_o = normal(6, 8, seed=52), normal(6, 8, seed=53)
+        kv = normal(5, 8, seed=54)
+        o, lse = attnbench.attention(q, kv, kv, return_lse=True)
+
+        def raises(error, pattern, *args, **kwargs):
+            with self.assertRaisesRegex(error, pattern):
+                attnbench.attention_backward(*args, **kwargs)
+
+        raises(ValueError, r"^o: shape \(6, 7\) must equal q's \(6, 8\)", q, kv, kv, o[:, :7].copy(), lse, d_o)
+        raises(ValueError, r"^d_o: shape \(1, 6, 8\) must equal q's \(6, 8\)", q, kv, kv, o, lse, d_o[None])
+        raises(ValueError, r"^lse: shape \(6, 1\) must equal q's without its last axis, \(6,\)", q, kv, kv, o,
+               lse[:, None].copy(), d_o)
+        raises(TypeError, r"^lse: dtype float64", q, kv, kv, o, lse.astype(np.float64), d_o)
+        raises(TypeError, r"^d_o: expected a numpy.ndarray", q, kv, kv, o, lse, d_o.tolist())
+        raises(ValueError, r"^o: not C-contiguous", q, kv, kv, normal(8, 6).T, lse, d_o)
+        raises(ValueError, r"^v: shape \(4, 8\) must equal k's \(5, 8\)", q, kv, kv[:4].copy(), o, lse, d_o)
+        raises(ValueError, r"^kernel: 'tiled/gpu' is no registry kernel", q, kv, kv, o, lse, d_o, kernel="tiled/gpu")
+        for k in attnbench.kernels():
+            if k["available"] and not k["has_backward"]:
+                raises(ValueError, f"^kernel: '{k['name']}' has no backward pass", q, kv, kv, o, lse, d_o,
+                       kernel=k["name"])
+        raises(ValueError, r"^threads: -1 must be >= 0", q, kv, kv, o, lse, d_o, threads=-1)
+        raises(attnbench.Error, r"^options.scale = inf: must be finite", q, kv, kv, o, lse, d_o, scale=float("inf"))
+        raises(attnbench.Error, r"^shape.q_len = 0", q[:0], kv, kv, o[:0], lse[:0], d_o[:0])
+        # The naive backward's P and dS past the budget (half of RAM): refused before computing.
+        long = np.zeros((1 << 17, 1), np.float32)
+        raises(attnbench.Error, r"^options.memory_budget_bytes = .*P and dS need 137438953472 bytes", long, long,
+               long, long, long[:, 0].copy(), long, kernel="naive/scalar")
+        with self.assertRaises(TypeError):
+            attnbench.attention_backward(q, kv, kv, o, lse, d_o, True)  # causal is keyword-only
+
+
 class Kernels(unittest.TestCase):
     def test_every_registry_kernel_with_its_fields(self):
         kernels = attnbench.kernels()
@@ -212,6 +343,7 @@ class Kernels(unittest.TestCase):
         for k in kernels:
             self.assertEqual(k["name"].split("/")[:2], [k["strategy"], k["backend"]])
             self.assertIn(k["isa"], ("generic", "sse4.2", "avx2", "avx512f"))
+            self.assertIsInstance(k["has_backward"], bool)
             if k["dispatches"]:
                 self.assertIn(k["runs"], names)
                 self.assertTrue(k["runs"].startswith(k["name"] + "/"))
@@ -224,8 +356,10 @@ class Kernels(unittest.TestCase):
 
     @unittest.skipUnless(CLI, "ATTNBENCH_CLI not set")
     def test_same_list_as_the_cli(self):
-        listed = subprocess.run([CLI, "list"], check=True, capture_output=True, text=True).stdout.split("\n")
-        self.assertEqual([line.split()[0] for line in listed if line], [k["name"] for k in attnbench.kernels()])
+        header, *listed = subprocess.run([CLI, "list"], check=True, capture_output=True, text=True).stdout.splitlines()
+        self.assertEqual(header.split()[:2], ["kernel", "backward"])
+        self.assertEqual([line.split()[:2] for line in listed],
+                         [[k["name"], "yes" if k["has_backward"] else "no"] for k in attnbench.kernels()])
 
 
 if __name__ == "__main__":

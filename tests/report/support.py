@@ -14,7 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts" / "report"
-FIXTURE = ROOT / "tests" / "fixtures" / "quick_results.json"
+FIXTURE = ROOT / "tests" / "fixtures" / "quick_results.json"  # a real quick run from before the backward
+BACKWARD_FIXTURE = ROOT / "tests" / "fixtures" / "quick_backward_results.json"  # its scalar kernels, with it
 sys.path.insert(0, str(SCRIPTS))
 
 FIGURE_STEMS = ("fig1_time_vs_n", "fig2_memory_vs_n", "fig3_gflops_vs_n", "fig4_heatmap", "fig5_speedups",

@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+"""attnbench_bench end to end on a few points: the backward and training-step points of the matrix,
+their names, counters and FLOP counts as the report's loader reads them.
+
+Usage: bench_test.py PATH/TO/attnbench_bench   (ctest passes the built binary)
+"""
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "report"))
+sys.dont_write_bytecode = True
+import loader  # noqa: E402  (the report's one loader)
+
+BINARY = sys.argv[1]
+failures = []
+
+
+def check(name, condition, detail=""):
+    if not condition:
+        failures.append(f"{name}: {detail}")
+        print(f"FAIL {name}: {detail}")
+
+
+listing = subprocess.run([BINARY, "--preset=quick", "--benchmark_list_tests=true"], capture_output=True, text=True,
+                         timeout=300)
+check("list exit", listing.returncode == 0, listing.stderr[-2000:])
+names = listing.stdout.split()
+backward_names = [n for n in names if "/pass:" in n]
+check("quick preset has backward points", backward_names, "none")
+for kernel in ("tiled/scalar", "naive/scalar"):
+    for d in (64, 128):
+        for threads in ("1", "2"):
+            for pass_ in ("backward", "forward+backward"):
+                prefix = f"{kernel}/n:512/d:{d}/threads:{threads}/causal:0/pass:{pass_}/"
+                check(f"registered {prefix}", any(n.startswith(prefix) for n in names), "missing")
+check("no backward point of a kernel without a backward",
+      not [n for n in backward_names if n.startswith("naive/openblas/")], str(backward_names[:3]))
+# A backward point sits right after its forward twin (the report divides their times).
+for i, name in enumerate(names):
+    if "/pass:backward/" in name:
+        twin = name.split("/pass:")[0]
+        check(f"{name} follows its forward twin", names[i - 1].startswith(twin + "/") and "/pass:" not in names[i - 1],
+              names[i - 1])
+
+with tempfile.TemporaryDirectory() as tmp:
+    out = Path(tmp) / "results.json"
+    run = subprocess.run([BINARY, "--preset=quick", "--benchmark_filter=^tiled/scalar/n:128/d:64/threads:1/causal:0",
+                          "--benchmark_report_aggregates_only=true", f"--benchmark_out={out}",
+                          "--benchmark_out_format=json"], capture_output=True, text=True, timeout=300)
+    check("run exit", run.returncode == 0, run.stderr[-2000:])
+    context = json.loads(out.read_text())["context"]
+    check("context names the check's shape", context.get("backward_check_shape") == "97x203", str(context)[:200])
+    table = loader.load([out])
+    check("three passes", table.passes() == ["forward", "backward", "forward+backward"], str(table.passes()))
+    forward = table.one(pass_="forward")
+    for pass_, factor in (("backward", 2.5), ("forward+backward", 3.5)):
+        r = table.one(pass_=pass_)
+        if r is None:
+            check(pass_, False, "no point")
+            continue
+        check(f"{pass_} measured", not r.skipped, r.skip_reason)
+        check(f"{pass_} FLOPs", r.flops_per_call_median == factor * forward.flops_per_call_median,
+              f"{r.flops_per_call_median} against {forward.flops_per_call_median}")
+        rate = r.flops_per_call_median / (r.time_ms_median * 1e6)
+        check(f"{pass_} GFLOP/s", abs(r.gflops_median / rate - 1) < 0.05, f"{r.gflops_median} against {rate}")
+        check(f"{pass_} oracle check", 0 <= r.oracle_error_ratio_median < 1, str(r.oracle_error_ratio_median))
+        check(f"{pass_} scratch", r.scratch_bytes_median > 0, str(r.scratch_bytes_median))
+        check(f"{pass_} % of peak", r.pct_peak_median > 0, str(r.pct_peak_median))
+    check("forward has no oracle ratio", forward.oracle_error_ratio_median != forward.oracle_error_ratio_median,
+          str(forward.oracle_error_ratio_median))
+
+print(f"{len(failures)} failed")
+sys.exit(1 if failures else 0)
