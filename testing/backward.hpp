@@ -82,9 +82,13 @@ struct GradientCheck {
   std::optional<std::string> failure;  // the first element out of bound or special mismatch
 };
 
+// Over the finite elements only: a NaN or Inf input's gradients are checked for exact placement,
+// and must not make the bound of the others NaN (inf * a zero scale) or infinite.
 inline double largest_magnitude(const std::vector<float>& t) {
   double m = 0;
-  for (float x : t) m = std::fmax(m, std::fabs(double(x)));  // fmax skips NaN
+  for (float x : t) {
+    if (std::isfinite(x)) m = std::fmax(m, std::fabs(double(x)));
+  }
   return m;
 }
 
@@ -101,7 +105,7 @@ inline double forward_rounding(const Problem& p) {
           double sum = 0;
           for (std::size_t c = 0; c < p.shape.head_dim; ++c)
             sum += std::fabs(double(r.q[c]) * double(r.k[j * p.shape.head_dim + c]));
-          sigma = std::fmax(sigma, sum);
+          if (std::isfinite(sum)) sigma = std::fmax(sigma, sum);  // finite scores only (above)
         }
         sigma *= std::fabs(double(effective_scale(p.shape, p.options)));
         worst = std::fmax(worst, 2.0 * double(p.shape.head_dim + 2) * sigma + 2.0 * double(r.n));
@@ -154,7 +158,9 @@ inline std::vector<GradientCheck> check_gradients(const Problem& p, const std::v
   const double d_o_max = largest_magnitude(d_o), v_max = largest_magnitude(p.v);
   auto floor = [&](const std::vector<double>& ref_t, double terms) {
     double largest = 0;
-    for (double x : ref_t) largest = std::fmax(largest, std::fabs(x));  // fmax skips NaN
+    for (double x : ref_t) {
+      if (std::isfinite(x)) largest = std::fmax(largest, std::fabs(x));
+    }
     return rounding * (largest + terms);
   };
   const double dq_terms = scale * d_o_max * v_max * largest_magnitude(p.k);
