@@ -40,6 +40,13 @@ std::vector<float> Normal::vector(std::size_t count) {
   return x;
 }
 
+void position_encoding(std::size_t pos, std::size_t dim, float* out) {
+  for (std::size_t c = 0; c < dim; ++c) {
+    const double angle = double(pos) / std::pow(10000.0, double(c - c % 2) / double(dim));
+    out[c] = float(c % 2 == 0 ? std::sin(angle) : std::cos(angle));
+  }
+}
+
 double distance(const float* a, const float* b, std::size_t n) {
   double sum = 0;
   for (std::size_t i = 0; i < n; ++i) sum += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);

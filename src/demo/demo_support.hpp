@@ -46,6 +46,10 @@ class Normal {
   bool has_spare_ = false;
 };
 
+// The sinusoidal position encoding of `pos` (Vaswani et al.), `dim` floats written to out:
+// PE(pos, 2i) = sin(pos / 10000^(2i/dim)), PE(pos, 2i+1) = cos(pos / 10000^(2i/dim)).
+void position_encoding(std::size_t pos, std::size_t dim, float* out);
+
 // Euclidean |a - b| over n floats, in double.
 double distance(const float* a, const float* b, std::size_t n);
 double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b);

@@ -32,6 +32,7 @@ constexpr Demo kDemos[] = {
     {"quadratic", [](std::FILE* out) { return show(quadratic(), out); }},
     {"order", [](std::FILE* out) { return show(order(), out); }},
     {"uniform", [](std::FILE* out) { return show(uniform(), out); }},
+    {"copy", [](std::FILE* out) { return show(copy_task(), out); }},
 };
 
 constexpr auto kNames = [] {
@@ -49,6 +50,13 @@ const Kernel& best_kernel(Strategy strategy) {
     if (k.strategy == strategy && k.available()) return k;
   }
   return default_kernel();  // not reached: each strategy has a scalar kernel that runs anywhere
+}
+
+const Kernel& best_backward_kernel(Strategy strategy) {
+  for (const Kernel& k : registry()) {
+    if (k.strategy == strategy && k.available() && k.has_backward()) return k;
+  }
+  return best_kernel(strategy);  // none: attention_backward() then says so
 }
 
 int run(std::string_view name, const std::string& json_path, std::FILE* out) {

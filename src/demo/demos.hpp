@@ -1,4 +1,4 @@
-// attnbench demos: the attention module's six experiments, each computed with the project's own
+// attnbench demos: the attention module's experiments, each computed with the project's own
 // kernels, so a reader can watch each claim happen.
 //
 //   softmax     naive exp/sum overflows on (1000, 999, 998); the stable softmax does not
@@ -7,6 +7,8 @@
 //   quadratic   the naive score matrix grows as n^2; the tiled kernel's scratch does not
 //   order       without positions attention is blind to word order; with them it is not
 //   uniform     equal scores give equal weights and the plain mean of the values
+//   copy        the module's challenge: two models trained to output the p-th of n vectors; the
+//               one with attention stays accurate as n grows, the fixed-width bottleneck does not
 //
 // Each demo is one function returning a result struct with its numbers; print() writes it as a
 // small table, to_json() as the JSON object a report script draws from. Tests assert each
@@ -16,6 +18,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -36,6 +39,9 @@ std::span<const std::string_view> names();
 // The first registry kernel of `strategy` that runs on this CPU (registry order is priority order),
 // e.g. naive/simd for the quadratic demo's score matrix.
 const Kernel& best_kernel(Strategy strategy);
+// The same among the kernels with a backward pass (attention_backward), for the copy demo's
+// training; a dispatching entry counts when the variant it runs here has one.
+const Kernel& best_backward_kernel(Strategy strategy);
 
 // ---------------------------------------------------------------------------------------------
 // softmax
@@ -166,6 +172,52 @@ struct UniformResult {
 UniformResult uniform(const Kernel& kernel = default_kernel());
 
 // ---------------------------------------------------------------------------------------------
+// copy
+// ---------------------------------------------------------------------------------------------
+
+// The sizes and the training budget. The defaults are the demo's; the test trains smaller.
+struct CopyConfig {
+  std::vector<std::size_t> lengths = {5, 10, 20, 50, 100};  // n, one row each
+  std::size_t dim = 8;                                      // of each vector x_j
+  std::size_t encoding_dim = 16;      // sinusoidal position encoding of j and p (attention model)
+  std::size_t head_dim = 16;          // of the attention model's queries, keys and values
+  std::size_t bottleneck_width = 64;  // the bottleneck's one vector, the same for every n
+  std::size_t decoder_hidden = 128;   // each of the bottleneck decoder's two hidden layers
+  std::size_t steps = 2000;           // Adam steps per model and n
+  std::size_t batch = 128;            // training examples per step, fresh each step
+  std::size_t test_examples = 2000;   // held out: drawn from a stream training never sees
+  float learning_rate = 1e-2f;        // Adam's, decayed to 0 by a cosine over the steps
+  std::size_t threads = 0;            // models trained at once (0: every core); same numbers
+  std::uint32_t seed = 0;             // shifts every seed: another draw of data and weights
+};
+
+struct CopyRow {
+  std::size_t n = 0;
+  double chance = 0;               // 1 / n: the accuracy of a random position
+  double attention_accuracy = 0;   // share of test examples whose output is nearest x_p
+  double bottleneck_accuracy = 0;  //   (nearer it than any other x_j of the sequence)
+  double attention_mse = 0;        // test mean squared error per component
+  double bottleneck_mse = 0;
+  std::size_t attention_parameters = 0;
+  std::size_t bottleneck_parameters = 0;  // grows with n: its encoder reads n x dim numbers
+};
+struct CopyResult {
+  std::string kernel;  // the kernel that ran the attention model's forward and backward
+  CopyConfig config;
+  std::vector<CopyRow> rows;
+};
+CopyResult copy_task(const Kernel& kernel = best_backward_kernel(Strategy::tiled),
+                     const CopyConfig& config = {});
+
+// Each model's hand-written gradient against central differences of its loss, on a small batch:
+// the largest |analytic - numeric| over every parameter, relative to the largest |analytic|.
+struct CopyGradientCheck {
+  double attention = 0;
+  double bottleneck = 0;
+};
+CopyGradientCheck copy_gradient_check(const Kernel& kernel, std::size_t n);
+
+// ---------------------------------------------------------------------------------------------
 // Printing, JSON, and the command
 // ---------------------------------------------------------------------------------------------
 
@@ -175,6 +227,7 @@ void print(const AlignmentResult& r, std::FILE* out);
 void print(const QuadraticResult& r, std::FILE* out);
 void print(const OrderResult& r, std::FILE* out);
 void print(const UniformResult& r, std::FILE* out);
+void print(const CopyResult& r, std::FILE* out);
 
 Json to_json(const SoftmaxResult& r);
 Json to_json(const BottleneckResult& r);
@@ -182,6 +235,7 @@ Json to_json(const AlignmentResult& r);
 Json to_json(const QuadraticResult& r);
 Json to_json(const OrderResult& r);
 Json to_json(const UniformResult& r);
+Json to_json(const CopyResult& r);
 
 // `attnbench demo NAME [--json FILE]`: runs one demo (or every one for "all"), prints each to
 // `out` and, if json_path is not empty, writes {"demos": {NAME: {...}, ...}} there (atomically:
