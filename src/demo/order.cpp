@@ -1,6 +1,5 @@
 // order: without positions, self-attention is blind to word order ("dog bites man" pools to the
 // same vector as "man bites dog"); with sinusoidal position encodings it is not.
-#include <cmath>
 
 #include "demo/demo_support.hpp"
 
@@ -26,12 +25,9 @@ std::vector<float> pooled(const Kernel& kernel, const std::array<std::string, 3>
   for (std::size_t pos = 0; pos < 3; ++pos) {
     std::array<float, kOrderDim> e = word_vector(sentence[pos]);
     if (positions) {
-      // PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))
-      for (std::size_t i = 0; i < kOrderDim / 2; ++i) {
-        const double angle = double(pos) / std::pow(10000.0, 2.0 * double(i) / kOrderDim);
-        e[2 * i] += float(std::sin(angle));
-        e[2 * i + 1] += float(std::cos(angle));
-      }
+      std::array<float, kOrderDim> pe;
+      position_encoding(pos, kOrderDim, pe.data());
+      for (std::size_t c = 0; c < kOrderDim; ++c) e[c] += pe[c];
     }
     x.insert(x.end(), e.begin(), e.end());
   }
