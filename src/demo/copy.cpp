@@ -569,9 +569,9 @@ void print(const CopyResult& r, std::FILE* out) {
           "output the p-th of n vectors: attention stays accurate as n grows, a fixed-width "
           "bottleneck does not");
   std::fprintf(out,
-               "%zu-dim normal vectors, p uniform; per n and model %zu Adam steps of %zu fresh "
-               "examples, tested on %zu held-out ones\n",
-               c.dim, c.steps, c.batch, c.test_examples);
+               "%zu-dim normal vectors, p uniform; per n and model %zu Adam steps (lr %g, cosine "
+               "decay) of %zu fresh examples, tested on %zu held-out ones\n",
+               c.dim, c.steps, c.learning_rate, c.batch, c.test_examples);
   std::fprintf(out,
                "attention: query from pe(p), keys and values from x_j and pe(j), head dim %zu, "
                "%zu-dim sinusoidal pe; kernel %s (forward and backward)\n",

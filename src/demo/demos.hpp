@@ -186,7 +186,7 @@ struct CopyConfig {
   std::size_t steps = 2000;           // Adam steps per model and n
   std::size_t batch = 128;            // training examples per step, fresh each step
   std::size_t test_examples = 2000;   // held out: drawn from a stream training never sees
-  float learning_rate = 1e-2f;        // Adam's, decayed to 0 by a cosine over the steps
+  double learning_rate = 1e-2;        // Adam's, decayed to 0 by a cosine over the steps
   std::size_t threads = 0;            // models trained at once (0: every core); same numbers
   std::uint32_t seed = 0;             // shifts every seed: another draw of data and weights
 };
