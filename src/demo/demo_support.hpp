@@ -1,4 +1,4 @@
-// What the six demo files share: running a kernel on small vectors, a reproducible RNG, the
+// What the demo files share: running a kernel on small vectors, a reproducible RNG, the
 // table and JSON formatting, and a least-squares line. Internal to src/demo/; the public interface
 // is demos.hpp.
 #pragma once
