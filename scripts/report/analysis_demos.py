@@ -143,3 +143,64 @@ def uniform_weight_error(uniform: dict) -> float:
 def uniform_output_error(uniform: dict) -> float:
     """max |output - mean of the values| over every case (the demo's max_difference per case)."""
     return max(case["max_difference"] for case in uniform["cases"])
+
+
+# --- copy ---------------------------------------------------------------------------------------
+
+# Accuracy a model must reach at a length to count as accurate there: 19 test outputs in 20 nearest
+# the right vector (a model that had not learned to address a position would sit near chance, 1/n).
+ACCURATE = 0.95
+# Within this many times chance (1/n), an accuracy is "near chance": the model's answer is hardly
+# better than a position picked at random.
+NEAR_CHANCE = 2.0
+# A test MSE within this of the linear-code floor counts as "at the floor".
+AT_FLOOR = 0.05
+
+
+def copy_sequence_numbers(copy: dict, row: dict) -> int:
+    """How many numbers one sequence of this length holds: n x dim."""
+    return row["n"] * copy["dim"]
+
+
+def copy_share_held(copy: dict, row: dict) -> float:
+    """The share of a sequence's numbers the bottleneck's one vector has room for: width / (n x dim),
+    at most 1."""
+    return min(1.0, copy["bottleneck_width"] / copy_sequence_numbers(copy, row))
+
+
+def copy_mse_floor(copy: dict, row: dict) -> float:
+    """The least test MSE per component the bottleneck can reach: its encoder is linear, and a linear
+    map to `width` numbers keeps at most `width` of the n x dim independent unit-variance directions,
+    so on average 1 - width / (n x dim) of a vector's variance is lost (0 when the sequence fits)."""
+    return 1.0 - copy_share_held(copy, row)
+
+
+def copy_fitting_rows(copy: dict) -> list:
+    """The rows whose whole sequence fits the bottleneck's vector (n x dim <= width)."""
+    return [row for row in copy["rows"] if copy_share_held(copy, row) == 1.0]
+
+
+def copy_accurate(row: dict, model: str) -> bool:
+    """Does `model` ("attention" or "bottleneck") reach ACCURATE at this row's length?"""
+    return row[f"{model}_accuracy"] >= ACCURATE
+
+
+def copy_near_chance(row: dict, model: str) -> bool:
+    """Is `model`'s accuracy below NEAR_CHANCE times chance at this length?"""
+    return row[f"{model}_accuracy"] < NEAR_CHANCE * row["chance"]
+
+
+def copy_rises(copy: dict, model: str) -> list:
+    """The pairs of consecutive lengths (n, next n) at which `model`'s accuracy did not fall."""
+    rows = copy["rows"]
+    return [(a["n"], b["n"]) for a, b in zip(rows, rows[1:]) if b[f"{model}_accuracy"] >= a[f"{model}_accuracy"]]
+
+
+def copy_at_floor(copy: dict, row: dict) -> bool:
+    """Is the bottleneck's test MSE within AT_FLOOR of the linear-code floor at this length?"""
+    return row["bottleneck_mse"] - copy_mse_floor(copy, row) <= AT_FLOOR
+
+
+def copy_gap(row: dict) -> float:
+    """Attention's accuracy minus the bottleneck's at one length."""
+    return row["attention_accuracy"] - row["bottleneck_accuracy"]

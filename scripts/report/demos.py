@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 FILE_NAME = "demos.json"
-NAMES = ("softmax", "bottleneck", "alignment", "quadratic", "order", "uniform")  # `demo all` order
+NAMES = ("softmax", "bottleneck", "alignment", "quadratic", "order", "uniform", "copy")  # `demo all` order
 
 # The fields each demo must have (README "Demos"); rows and cases are checked one level down.
 FIELDS = {
@@ -25,12 +25,16 @@ FIELDS = {
                   "tiled_bytes_fixed", "tiled_bytes_per_key", "memory_budget_bytes", "rows"),
     "order": ("kernel", "sentence_a", "sentence_b", "dim", "without_positions", "with_positions"),
     "uniform": ("kernel", "n", "dim", "cases"),
+    "copy": ("kernel", "dim", "encoding_dim", "head_dim", "bottleneck_width", "decoder_hidden", "steps", "batch",
+             "test_examples", "learning_rate", "rows"),
 }
 ROW_FIELDS = {
     ("bottleneck", "rows"): ("n", "mean_pooled_error", "attention_error", "attention_worst_error"),
     ("quadratic", "rows"): ("n", "measured", "score_matrix_bytes", "naive_scratch_bytes", "naive_ms",
                             "tiled_scratch_bytes", "tiled_ms"),
     ("uniform", "cases"): ("how", "weights", "output", "mean", "max_difference"),
+    ("copy", "rows"): ("n", "chance", "attention_accuracy", "bottleneck_accuracy", "attention_mse", "bottleneck_mse",
+                       "attention_parameters", "bottleneck_parameters"),
 }
 _NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 

@@ -10,6 +10,8 @@
   concepts_order       pooled outputs of "dog bites man" and "man bites dog", without and with
                        sinusoidal position encodings
   concepts_uniform     equal scores: every weight 1/n and the output the mean of the values
+  concepts_copy        the copy challenge: test accuracy against n of the attention model and the
+                       fixed-width bottleneck, and the bottleneck's test MSE against its width's floor
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ TITLES = {
     "quadratic": "The quadratic score matrix against the tiled scratch",
     "order": "Order blindness without positions",
     "uniform": "Equal scores: uniform weights and the mean",
+    "copy": "The copy challenge: attention against a bottleneck",
 }
 A, B = plotting.RUN_COLORS[0], plotting.RUN_COLORS[1]  # first / second series of each figure
 NAIVE, TILED = "#ff7f0e", "#1f77b4"  # as in figure 2
@@ -40,7 +43,7 @@ LOG_FLOOR = 1e-9  # an error of exactly 0 drawn here on a log axis
 def draw(demos: dict, out_dir) -> dict:
     """Every demo present in `demos` (demos.load) as a figure; returns {demo name: FigureFile}."""
     drawers = {"softmax": _softmax, "bottleneck": _bottleneck, "alignment": _alignment,
-               "quadratic": _quadratic, "order": _order, "uniform": _uniform}
+               "quadratic": _quadratic, "order": _order, "uniform": _uniform, "copy": _copy}
     return {name: drawers[name](demos[name], out_dir) for name in demo_data.NAMES if name in demos}
 
 
@@ -308,3 +311,55 @@ def _uniform(r: dict, out_dir) -> plotting.FigureFile:
     fig.suptitle(f"Equal scores, one query, {r['n']} random keys and values of dim {r['dim']}, {r['kernel']}")
     plotting.finish(fig)
     return _save(fig, "uniform", out_dir)
+
+
+# --- copy ---------------------------------------------------------------------------------------
+
+def _copy(r: dict, out_dir) -> plotting.FigureFile:
+    plt = plotting.plt
+    rows = r["rows"]
+    ns = [row["n"] for row in rows]
+    width, dim = r["bottleneck_width"], r["dim"]
+    fig, axes = plt.subplots(1, 2, figsize=(11.5, 4.3))
+
+    ax = axes[0]
+    # attention's labels above its points, the bottleneck's to their right (both start at the top)
+    for label, key, color, marker, offset, align in (
+            ("attention (query from the index)", "attention_accuracy", TILED, "o", (0, 5), "center"),
+            (f"bottleneck (one {width}-wide vector)", "bottleneck_accuracy", NAIVE, "s", (6, 2), "left")):
+        values = [row[key] for row in rows]
+        ax.plot(ns, values, color=color, marker=marker, markersize=5, label=label)
+        for n, v in zip(ns, values):
+            ax.annotate(f"{v:.2f}", xy=(n, v), xytext=offset, textcoords="offset points", ha=align, fontsize=7,
+                        color=color)
+    grid = np.geomspace(min(ns), max(ns), 50)
+    ax.plot(grid, 1 / grid, color="0.45", linestyle=":", linewidth=1, label="chance, 1/n")
+    ax.set_ylim(0, 1.1)
+    ax.set_ylabel("test accuracy: output nearest x_p (share)")
+    ax.set_title(f"(a) accuracy on {fmt.count(r['test_examples'])} held-out examples per n", fontsize=9)
+    ax.legend(loc="center left", frameon=False, fontsize=8)
+
+    ax = axes[1]
+    ax.plot(ns, [row["bottleneck_mse"] for row in rows], color=NAIVE, marker="s", markersize=5,
+            label="bottleneck, measured")
+    floor = [analysis_demos.copy_mse_floor(r, {"n": n}) for n in grid]
+    ax.plot(grid, floor, color=NAIVE, linestyle=(0, (4, 3)), linewidth=1,
+            label=f"floor of a linear {width}-wide code, 1 − {width} / ({dim}·n)")
+    ax.plot(ns, [row["attention_mse"] for row in rows], color=TILED, marker="o", markersize=5,
+            label="attention, measured")
+    ax.axhline(1.0, color="0.45", linestyle=":", linewidth=1, label="answering 0 (the vectors' variance)")
+    fits = width / dim
+    if min(ns) <= fits <= max(ns):
+        ax.axvline(fits, color="0.6", linewidth=0.8, linestyle="--")
+        ax.text(fits, 0.02, f" {dim}·n = {width}", fontsize=7.5, color="0.35", va="bottom")
+    ax.set_ylim(0, 1.15)
+    ax.set_ylabel("test MSE per component")
+    ax.set_title(f"(b) what the {width}-wide vector cannot hold", fontsize=9)
+    ax.legend(loc="lower right", bbox_to_anchor=(1.0, 0.06), frameon=False, fontsize=7.5)
+    for ax in axes:
+        plotting.log_n_axis(ax, ns)
+        ax.set_xlim(min(ns) / 1.3, max(ns) * 1.3)
+        ax.set_xlabel(f"n: vectors in the sequence ({dim}-dim, normal)")
+    fig.suptitle(f"Copying the p-th of n vectors: {r['steps']} Adam steps per model and n; attention on {r['kernel']}")
+    plotting.finish(fig)
+    return _save(fig, "copy", out_dir)

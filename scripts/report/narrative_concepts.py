@@ -40,7 +40,8 @@ def concepts(doc: Document, demos: dict, figures: dict) -> None:
         + f", and drawn here from the numbers it wrote to `{demo_data.FILE_NAME}`. `demo_test` asserts each outcome "
           "on every registry kernel, so the claims below cannot drift from what the kernels do."))
     writers = {"softmax": _concept_softmax, "bottleneck": _concept_bottleneck, "alignment": _concept_alignment,
-               "quadratic": _concept_quadratic, "order": _concept_order, "uniform": _concept_uniform}
+               "quadratic": _concept_quadratic, "order": _concept_order, "uniform": _concept_uniform,
+               "copy": _concept_copy}
     for name in demo_data.NAMES:
         if name not in demos:
             continue
@@ -187,4 +188,114 @@ def _concept_uniform(r: dict) -> tuple:
         f"{_tiny(analysis_demos.uniform_output_error(r))}: attention with equal scores is mean pooling, the bottleneck demo's summary.")
     caption = (f"Equal scores ({hows}): (a) the weights against 1/n, (b) the output against the mean of the values, "
                f"{fmt.code(r['kernel'])}.")
+    return text, caption
+
+
+
+def _at(rows, phrase) -> str:
+    """phrase(row) "at n = N" for each row, joined: "1.000 at n = 5, 0.944 at n = 10"."""
+    return ", ".join(f"{phrase(row)} at n = {fmt.count(row['n'])}" for row in rows)
+
+
+def _accuracies(rows, model: str) -> str:
+    """model's accuracy per row, "1.000 at n = 5, 0.944 at n = 10"; one value once when every row has it."""
+    values = {f"{row[model + '_accuracy']:.3f}" for row in rows}
+    if len(values) == 1:
+        return f"{values.pop()} at n = {_lengths(rows)}"
+    return _at(rows, lambda row: f"{row[model + '_accuracy']:.3f}")
+
+
+def _lengths(rows) -> str:
+    """n = 5, 10 and 20: the rows' lengths as a list."""
+    ns = [fmt.count(row["n"]) for row in rows]
+    return ns[0] if len(ns) == 1 else ", ".join(ns[:-1]) + " and " + ns[-1]
+
+
+def _copy_attention(r: dict) -> str:
+    rows = r["rows"]
+    accurate = [row for row in rows if analysis_demos.copy_accurate(row, "attention")]
+    if len(accurate) == len(rows):
+        verdict = f"accurate (at least {analysis_demos.ACCURATE:g}) at every length"
+    elif accurate:
+        verdict = f"accurate (at least {analysis_demos.ACCURATE:g}) only at n = {_lengths(accurate)}"
+    else:
+        verdict = f"below {analysis_demos.ACCURATE:g} at every length"
+    counts = sorted({row["attention_parameters"] for row in rows})
+    params = (f"its {fmt.count(counts[0])} parameters are the same at every n" if len(counts) == 1
+              else f"its parameters number {fmt.count(counts[0])} to {fmt.count(counts[-1])}")
+    return (f"The attention model's query is a projection of the index's {r['encoding_dim']}-dim sinusoidal position "
+            f"encoding pe(p), its keys and values projections of [x_j, pe(j)] (head dim {r['head_dim']}), through "
+            f"`attention()` and `attention_backward()` ({fmt.code(r['kernel'])}). Its accuracy is "
+            f"{_accuracies(rows, 'attention')}: {verdict}. The query addresses a position, not a summary: the learned "
+            f"projections make q·k_j largest at j = p, and the softmax puts the weight there however many keys there "
+            f"are; {params}.")
+
+
+def _copy_floor(r: dict) -> str:
+    """The bottleneck's test MSE against the floor its width sets, where the sequence does not fit."""
+    width, dim = r["bottleneck_width"], r["dim"]
+    lossy = [row for row in r["rows"] if analysis_demos.copy_mse_floor(r, row) > 0]
+    if not lossy:
+        return ""
+    measured = _at(lossy, lambda row: f"{row['bottleneck_mse']:.3f} against {analysis_demos.copy_mse_floor(r, row):.3f}")
+    text = (f" Its encoder is linear, and a linear map into {width} numbers keeps at most {width} of the sequence's "
+            f"{dim}·n independent directions, so its test MSE per component cannot go below 1 − {width} / ({dim}·n): "
+            f"measured {measured}.")
+    at_floor = [row for row in lossy if analysis_demos.copy_at_floor(r, row)]
+    above = [row for row in lossy if not analysis_demos.copy_at_floor(r, row)]
+    if at_floor:
+        text += (f" At n = {_lengths(at_floor)} it sits at that floor (within {analysis_demos.AT_FLOOR:g}): as good as "
+                 f"its width allows.")
+    if above:
+        useless = [row for row in above if row["bottleneck_mse"] >= 1.0]
+        text += f" At n = {_lengths(above)} it stays above it"
+        if useless:
+            where = "" if useless == above else f" at n = {_lengths(useless)}"
+            text += (f",{where} no better than answering 0 (MSE 1, the vectors' variance): its "
+                     f"decoder, which needs a different readout of the vector for each of the n indices, did not learn "
+                     f"to recover even the share the vector holds.")
+        else:
+            text += "."
+    return text
+
+
+def _copy_bottleneck(r: dict) -> str:
+    rows = r["rows"]
+    width, dim = r["bottleneck_width"], r["dim"]
+    rises = analysis_demos.copy_rises(r, "bottleneck")
+    falls = ("falls at every longer n" if not rises else
+             "does not fall everywhere (it rises from n = " + "; from n = ".join(f"{a} to {b}" for a, b in rises) + ")")
+    shares = _at(rows, lambda row: f"{fmt.count(analysis_demos.copy_sequence_numbers(r, row))} numbers "
+                                   f"({fmt.pct(100 * analysis_demos.copy_share_held(r, row), 0)} held)")
+    text = (f" The bottleneck concatenates the sequence and maps it to one {width}-wide vector, the same width for "
+            f"every n, before its decoder (two hidden layers of {r['decoder_hidden']}) sees the index: accuracy "
+            f"{_accuracies(rows, 'bottleneck')}, which {falls}. The vector has room for {width} numbers; the sequence "
+            f"has {dim}·n: {shares}.")
+    fitting = analysis_demos.copy_fitting_rows(r)
+    if fitting:
+        text += (f" Where the whole sequence fits ({dim}·n ≤ {width}), it copies: accuracy "
+                 f"{_accuracies(fitting, 'bottleneck')}.")
+    text += _copy_floor(r)
+    near = [row for row in rows if analysis_demos.copy_near_chance(row, "bottleneck")]
+    if near:
+        text += f" Its accuracy is within {analysis_demos.NEAR_CHANCE:g}x of chance at n = {_lengths(near)}."
+    first, last = rows[0], rows[-1]
+    text += (f" Its parameters grow with n ({fmt.count(first['bottleneck_parameters'])} to "
+             f"{fmt.count(last['bottleneck_parameters'])}), its accuracy does not: at n = {fmt.count(last['n'])} "
+             f"attention leads it by {analysis_demos.copy_gap(last):.3f}.")
+    return text
+
+
+def _concept_copy(r: dict) -> tuple:
+    width, dim = r["bottleneck_width"], r["dim"]
+    text = (
+        f"**The challenge: copying.** Given n random {dim}-dim vectors and an index p, output the p-th. Two models "
+        f"learn it, each by {fmt.count(r['steps'])} Adam steps (learning rate {r['learning_rate']:g}, cosine decay) of "
+        f"{fmt.count(r['batch'])} fresh examples per length, on the mean squared error with hand-written gradients for "
+        f"their dense layers, and are scored on {fmt.count(r['test_examples'])} held-out examples: the share whose "
+        f"output lies nearer x_p than every other vector of its sequence (chance: 1/n). "
+        + _copy_attention(r) + _copy_bottleneck(r))
+    caption = (f"Copying the p-th of n vectors: (a) test accuracy against n of attention ({fmt.code(r['kernel'])}) and "
+               f"of the {width}-wide bottleneck, chance 1/n dotted; (b) test MSE against n, the bottleneck's beside the "
+               f"floor 1 − {width} / ({dim}·n) of a linear code of its width.")
     return text, caption

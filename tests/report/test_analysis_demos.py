@@ -65,6 +65,22 @@ class OnTheFixture(unittest.TestCase):
                          max(c["max_difference"] for c in uniform["cases"]))
         self.assertGreater(analysis_demos.uniform_output_error(uniform), 0)
 
+    def test_copy(self):
+        copy = self.data["copy"]
+        rows = {row["n"]: row for row in copy["rows"]}
+        self.assertEqual(list(rows), [5, 10, 20, 50, 100])
+        self.assertEqual(analysis_demos.copy_sequence_numbers(copy, rows[100]), 800)
+        self.assertEqual(analysis_demos.copy_share_held(copy, rows[5]), 1.0)  # 40 numbers in a 64-wide vector
+        self.assertEqual(analysis_demos.copy_share_held(copy, rows[20]), 0.4)  # 64 of 160
+        self.assertEqual(analysis_demos.copy_mse_floor(copy, rows[5]), 0.0)
+        self.assertAlmostEqual(analysis_demos.copy_mse_floor(copy, rows[100]), 0.92)
+        self.assertEqual([row["n"] for row in analysis_demos.copy_fitting_rows(copy)], [5])
+        self.assertTrue(all(analysis_demos.copy_accurate(row, "attention") for row in copy["rows"]))
+        self.assertEqual(analysis_demos.copy_rises(copy, "bottleneck"), [])  # 1.000, 0.944, 0.415, 0.018, 0.012
+        self.assertEqual([n for n, row in rows.items() if analysis_demos.copy_at_floor(copy, row)], [5, 10, 20])
+        self.assertEqual([n for n, row in rows.items() if analysis_demos.copy_near_chance(row, "bottleneck")], [50, 100])
+        self.assertAlmostEqual(analysis_demos.copy_gap(rows[100]), 1.0 - 0.012)
+
 
 class OnHandMadeDemos(unittest.TestCase):
     """The other side of each rule, which the fixture does not show."""
@@ -94,6 +110,22 @@ class OnHandMadeDemos(unittest.TestCase):
         self.assertFalse(analysis_demos.over_budget(q, end))
         q["tiled_bytes_per_key"] = 520.0
         self.assertFalse(analysis_demos.per_key_is_packed_kv(q))
+
+    def test_a_copy_curve_that_rises_and_an_inaccurate_attention(self):
+        copy = {"dim": 8, "bottleneck_width": 64,
+                "rows": [{"n": 4, "chance": 0.25, "attention_accuracy": 0.94, "bottleneck_accuracy": 0.5,
+                          "bottleneck_mse": 0.3},
+                         {"n": 16, "chance": 1 / 16, "attention_accuracy": 0.99, "bottleneck_accuracy": 0.6,
+                          "bottleneck_mse": 0.54}]}
+        first, second = copy["rows"]
+        self.assertFalse(analysis_demos.copy_accurate(first, "attention"))  # 0.94 < 0.95
+        self.assertTrue(analysis_demos.copy_accurate(second, "attention"))
+        self.assertEqual(analysis_demos.copy_rises(copy, "bottleneck"), [(4, 16)])
+        self.assertEqual(analysis_demos.copy_rises(copy, "attention"), [(4, 16)])
+        self.assertFalse(analysis_demos.copy_at_floor(copy, first))  # 0.3 above a floor of 0 (32 numbers fit)
+        self.assertTrue(analysis_demos.copy_at_floor(copy, second))  # 0.54 against 1 - 64/128 = 0.5
+        self.assertFalse(analysis_demos.copy_near_chance(first, "bottleneck"))  # 0.5 = 2 x 0.25 is not below
+        self.assertEqual(analysis_demos.copy_fitting_rows(copy), [first])
 
 
 if __name__ == "__main__":

@@ -149,6 +149,17 @@ class WithDemos(unittest.TestCase):
         self.assertIn(f"~{fmt.bytes_(end['tiled_scratch_bytes'])}", s)
         self.assertIn(f"differ by up to {d['order']['with_positions']['max_difference']:.2g}", s)
         self.assertIn(f"weight 1/n = {fmt.sig(1 / d['uniform']['n'])}", s)
+        copy = d["copy"]
+        self.assertIn("**The challenge: copying.**", s)
+        self.assertIn(f"1.000 at n = {', '.join(str(row['n']) for row in copy['rows'][:-1])} and "
+                      f"{copy['rows'][-1]['n']}: accurate (at least 0.95) at every length", s)
+        for row in copy["rows"]:
+            self.assertIn(f"{row['bottleneck_accuracy']:.3f} at n = {row['n']}", s)
+        for row in copy["rows"][1:]:  # the sequence overflows the 64-wide vector from n = 10 on
+            floor = 1 - copy["bottleneck_width"] / (copy["dim"] * row["n"])
+            self.assertIn(f"{row['bottleneck_mse']:.3f} against {floor:.3f} at n = {row['n']}", s)
+        self.assertIn("which falls at every longer n", s)
+        self.assertIn(f"attention leads it by {copy['rows'][-1]['attention_accuracy'] - copy['rows'][-1]['bottleneck_accuracy']:.3f}", s)
 
     def test_html_inlines_every_figure(self):
         stems = support.FIGURE_STEMS + CONCEPT_STEMS
@@ -201,6 +212,25 @@ class PartialOrBadDemos(unittest.TestCase):
         self.assertIn("demo softmax: missing large_logits", stderr)
         self.assertIn("leaves out its Concepts section", stderr)
         self.assertNotIn("## Concepts", (folder / "report.md").read_text(encoding="utf-8"))
+
+    def test_copy_phrasing_follows_the_numbers(self):
+        """The other side of each of the copy paragraph's verdicts, which the fixture does not show."""
+        import narrative_concepts
+
+        copy = json.loads(DEMOS_FIXTURE.read_text())["demos"]["copy"]
+        copy["rows"][3]["attention_accuracy"] = 0.5   # attention fails at n = 50
+        copy["rows"][4]["bottleneck_accuracy"] = 0.3  # the bottleneck rises from n = 50 to 100
+        copy["rows"][4]["bottleneck_mse"] = 0.93      # and sits near its floor there (0.92)
+        text, _ = narrative_concepts._concept_copy(copy)
+        self.assertIn("accurate (at least 0.95) only at n = 5, 10, 20 and 100", text)
+        self.assertIn("does not fall everywhere (it rises from n = 50 to 100)", text)
+        self.assertIn("At n = 10, 20 and 100 it sits at that floor", text)
+        self.assertIn("At n = 50 it stays above it, no better than answering 0", text)
+        self.assertNotIn("at every length", text)
+        copy["bottleneck_width"] = 1000  # every sequence fits: no floor to compare with
+        text, _ = narrative_concepts._concept_copy(copy)
+        self.assertIn("it copies: accuracy", text)
+        self.assertNotIn("cannot go below", text)
 
     def test_figures_from_the_module_alone(self):
         folder = support.output_root() / "concepts-figures"
