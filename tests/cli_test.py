@@ -280,10 +280,12 @@ with tempfile.TemporaryDirectory() as tmp:
         check("failed run keeps old output", f.read() == b"keep me")
 
 # --- demos (src/demo/): every demo runs, prints its name and writes its numbers as JSON ------
+# --quick: the copy demo's training for a few steps (its full run takes tens of seconds, minutes
+# under the sanitizers; demo_test checks what it trains to).
 with tempfile.TemporaryDirectory() as tmp:
-    demo_names = ["softmax", "bottleneck", "alignment", "quadratic", "order", "uniform"]
+    demo_names = ["softmax", "bottleneck", "alignment", "quadratic", "order", "uniform", "copy"]
     demo_json = os.path.join(tmp, "demos.json")
-    r = attnbench("demo", "all", "--json", demo_json)
+    r = attnbench("demo", "all", "--quick", "--json", demo_json)
     check("demo all exit", r.returncode == 0, r.stderr)
     for name in demo_names:
         check(f"demo all prints {name}", f"== {name}:" in r.stdout, r.stdout)
@@ -293,6 +295,9 @@ with tempfile.TemporaryDirectory() as tmp:
         check("demo json has every demo", list(demos) == demo_names, str(list(demos)))
         check("demo json non-finite as strings",
               demos["softmax"]["naive_weights"] == ["nan"] * 3, str(demos["softmax"]))
+        check("demo --quick trains the copy demo briefly",
+              demos["copy"]["steps"] == 40 and [row["n"] for row in demos["copy"]["rows"]] == [3, 6],
+              str(demos["copy"]))
     r = attnbench("demo", "uniform")
     check("demo one", r.returncode == 0 and "== uniform:" in r.stdout
           and "== softmax:" not in r.stdout, r.stdout + r.stderr)

@@ -7,7 +7,7 @@
 //                 --dv dV.npy [--kernel NAME] [--threads N] [--causal] [--scale S]
 //                 [--memory-budget BYTES]           the kernel's forward (O, LSE), then its
 //                 backward
-//   attnbench demo NAME|all [--json FILE]           the attention module's experiments (src/demo/)
+//   attnbench demo NAME|all [--json FILE] [--quick] the attention module's experiments (src/demo/)
 // Any bad input: one line on stderr naming what and where, exit code 2, no output file.
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/info.h>
@@ -323,11 +323,14 @@ int main(int argc, char** argv) {
       app.add_subcommand("demo", "run one of the attention module's experiments, or all");
   demo->add_option("name", demo_name, demo_choices)->required();
   demo->add_option("--json", demo_json, "also write every demo's numbers to this JSON file");
+  bool demo_quick = false;
+  demo->add_flag("--quick", demo_quick,
+                 "train the copy demo for a few steps only: checks the command, not its claims");
 
   try {
     app.parse(argc, argv);
     if (list->parsed()) return list_kernels();
-    if (demo->parsed()) return attnbench::demo::run(demo_name, demo_json, stdout);
+    if (demo->parsed()) return attnbench::demo::run(demo_name, demo_json, stdout, demo_quick);
     if (backward_cmd->parsed()) return backward(backward_args);
     return run(run_args);
   } catch (const CLI::CallForHelp& e) {

@@ -485,6 +485,15 @@ constexpr Column kColumns[] = {
 
 }  // namespace
 
+CopyConfig CopyConfig::quick() {
+  CopyConfig c;
+  c.lengths = {3, 6};
+  c.steps = 40;
+  c.batch = 16;
+  c.test_examples = 64;
+  return c;
+}
+
 CopyResult copy_task(const Kernel& kernel, const CopyConfig& config) {
   CopyResult r;
   r.config = config;

@@ -21,18 +21,24 @@ Json show(const Result& r, std::FILE* out) {
 
 struct Demo {
   std::string_view name;
-  Json (*run)(std::FILE* out);  // the demo with its default arguments, printed to out
+  // The demo with its default arguments (or, quick, a smaller budget), printed to out.
+  Json (*run)(std::FILE* out, bool quick);
 };
 
 // In the order `attnbench demo all` runs them.
 constexpr Demo kDemos[] = {
-    {"softmax", [](std::FILE* out) { return show(softmax(), out); }},
-    {"bottleneck", [](std::FILE* out) { return show(bottleneck(), out); }},
-    {"alignment", [](std::FILE* out) { return show(alignment(), out); }},
-    {"quadratic", [](std::FILE* out) { return show(quadratic(), out); }},
-    {"order", [](std::FILE* out) { return show(order(), out); }},
-    {"uniform", [](std::FILE* out) { return show(uniform(), out); }},
-    {"copy", [](std::FILE* out) { return show(copy_task(), out); }},
+    {"softmax", [](std::FILE* out, bool) { return show(softmax(), out); }},
+    {"bottleneck", [](std::FILE* out, bool) { return show(bottleneck(), out); }},
+    {"alignment", [](std::FILE* out, bool) { return show(alignment(), out); }},
+    {"quadratic", [](std::FILE* out, bool) { return show(quadratic(), out); }},
+    {"order", [](std::FILE* out, bool) { return show(order(), out); }},
+    {"uniform", [](std::FILE* out, bool) { return show(uniform(), out); }},
+    {"copy",
+     [](std::FILE* out, bool quick) {
+       return show(copy_task(best_backward_kernel(Strategy::tiled),
+                             quick ? CopyConfig::quick() : CopyConfig{}),
+                   out);
+     }},
 };
 
 constexpr auto kNames = [] {
@@ -59,7 +65,7 @@ const Kernel& best_backward_kernel(Strategy strategy) {
   return best_kernel(strategy);  // none: attention_backward() then says so
 }
 
-int run(std::string_view name, const std::string& json_path, std::FILE* out) {
+int run(std::string_view name, const std::string& json_path, std::FILE* out, bool quick) {
   std::vector<const Demo*> chosen;
   for (const Demo& demo : kDemos) {
     if (name == "all" || name == demo.name) chosen.push_back(&demo);
@@ -85,7 +91,7 @@ int run(std::string_view name, const std::string& json_path, std::FILE* out) {
   try {
     for (std::size_t i = 0; i < chosen.size(); ++i) {
       if (i > 0) std::fputc('\n', out);
-      doc["demos"][std::string(chosen[i]->name)] = chosen[i]->run(out);
+      doc["demos"][std::string(chosen[i]->name)] = chosen[i]->run(out, quick);
     }
   } catch (...) {
     if (!json_path.empty()) {

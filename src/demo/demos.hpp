@@ -189,6 +189,10 @@ struct CopyConfig {
   double learning_rate = 1e-2;        // Adam's, decayed to 0 by a cosine over the steps
   std::size_t threads = 0;            // models trained at once (0: every core); same numbers
   std::uint32_t seed = 0;             // shifts every seed: another draw of data and weights
+
+  // A few steps on tiny problems (n = 3 and 6, 40 steps of 16 examples): untrained models, for
+  // checking the command and its JSON (`attnbench demo --quick`), not the demo's claims.
+  static CopyConfig quick();
 };
 
 struct CopyRow {
@@ -237,10 +241,11 @@ Json to_json(const OrderResult& r);
 Json to_json(const UniformResult& r);
 Json to_json(const CopyResult& r);
 
-// `attnbench demo NAME [--json FILE]`: runs one demo (or every one for "all"), prints each to
-// `out` and, if json_path is not empty, writes {"demos": {NAME: {...}, ...}} there (atomically:
-// a temporary name, then renamed). Throws attnbench::Error for an unknown name or a file that
-// cannot be written.
-int run(std::string_view name, const std::string& json_path, std::FILE* out);
+// `attnbench demo NAME [--json FILE] [--quick]`: runs one demo (or every one for "all"), prints
+// each to `out` and, if json_path is not empty, writes {"demos": {NAME: {...}, ...}} there
+// (atomically: a temporary name, then renamed). `quick` trains the copy demo on
+// CopyConfig::quick() instead of its defaults (the other demos take seconds as they are). Throws
+// attnbench::Error for an unknown name or a file that cannot be written.
+int run(std::string_view name, const std::string& json_path, std::FILE* out, bool quick = false);
 
 }  // namespace attnbench::demo
