@@ -399,7 +399,8 @@ Tested train_and_test(Model& model, const CopyConfig& c, std::size_t n, std::uin
     model.params.adam_step(
         float(c.learning_rate * 0.5 * (1 + std::cos(std::numbers::pi * progress))));
   }
-  // The test set in slices of the training batch's size (the models' buffers are sized by it).
+  // The test set in slices of the training batch's size: the buffers and the attention call stay
+  // the size training used.
   Tested t;
   std::size_t right = 0;
   for (std::size_t begin = 0; begin < test.count; begin += c.batch) {
@@ -587,8 +588,9 @@ void print(const CopyResult& r, std::FILE* out) {
                c.head_dim, c.encoding_dim, r.kernel.c_str());
   std::fprintf(out,
                "bottleneck: [x_1..x_n] -> one %zu-wide vector -> MLP (%zu, %zu hidden) on "
-               "[vector, onehot(p)]\n",
-               c.bottleneck_width, c.decoder_hidden, c.decoder_hidden);
+               "[vector, %g onehot(p)]\n",
+               c.bottleneck_width, c.decoder_hidden, c.decoder_hidden,
+               std::sqrt(double(c.bottleneck_width)));
   std::fprintf(out,
                "accuracy: share of test outputs nearer x_p than every other x_j; MSE per "
                "component (the vectors' variance is 1)\n");
