@@ -252,10 +252,11 @@ with tempfile.TemporaryDirectory() as tmp:
                             kernel, "no backward pass")
     expect_bad_backward("backward bad scale", backward_with(good_q, good_kv, good_kv, good_do, "--scale", "inf"),
                         "scale")
-    # The naive backward holds P and dS: 2 x 6 x 5 x 4 = 240 bytes, more than 200 (the forward's 120 fits).
+    # The naive backward holds P and dS, their rows padded to 32 floats: 2 x 6 x 32 x 4 = 1536
+    # bytes, more than 200 (the forward's 6 x 5 x 4 = 120 fits).
     expect_bad_backward("backward over budget",
                         backward_with(good_q, good_kv, good_kv, good_do, "--kernel", "naive/scalar",
-                                      "--memory-budget", "200"), "memory_budget", "240")
+                                      "--memory-budget", "200"), "memory_budget", "1536")
     expect_bad_backward("backward same output twice",
                         backward_with(outputs=[never[0], never[1], never[0]]), "--dv", "--dq")
     expect_bad_backward("backward missing --do", ["backward", "--q", good_q, "--k", good_kv, "--v", good_kv,
