@@ -2,8 +2,8 @@
 // a kernel, inline or on oneTBB worker threads:
 //   1. zero dQ, dK, dV; D = rowsum(dO * O) for every query row (what ds = P (dP - D) needs);
 //   2. pack every (batch, key/value head) in the kernel's backward layout, if it has one;
-//   3. tiled: one task per (key/value head, key block), started in order, each adding to dQ in
-//      key block order (kernels::DqOrder);
+//   3. tiled: one task per (key/value head, key block, segment of query rows), started in order,
+//      each adding to dQ in key block order and to dK, dV in segment order (kernels::Turns);
 //      naive: per query head, its P and dS rows (tasks over row blocks), then dK and dV (tasks
 //      over key blocks, every row in order).
 // No float is ever added by two threads, and every sum runs in an order fixed by the shape and
@@ -115,13 +115,17 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
     });
   }
 
-  // dQ's addition order: one counter per (query head, row block), all starting at key block 0.
-  const std::size_t row_blocks = (shape.q_len + kernels::kRowsPerTask - 1) / kernels::kRowsPerTask;
-  auto* next = ws.take<std::atomic<std::uint32_t>>(heads * row_blocks);
-  for (std::size_t x = 0; x < heads * row_blocks; ++x) new (next + x) std::atomic<std::uint32_t>(0);
-
   const std::size_t key_block = code.key_block(d);
   const std::size_t key_blocks = (shape.kv_len + key_block - 1) / key_block;
+  // The turns on dQ (one counter per query head and row block, starting at key block 0) and on
+  // dK and dV (DkvOrder::kSlots per key/value head, starting at turn 0).
+  const std::size_t row_blocks = (shape.q_len + kernels::kRowsPerTask - 1) / kernels::kRowsPerTask;
+  const std::size_t segments =
+      (shape.q_len + kernels::kBackwardSegmentRows - 1) / kernels::kBackwardSegmentRows;
+  const std::size_t counters = heads * row_blocks + kv_heads * kernels::DkvOrder::kSlots;
+  auto* next = ws.take<std::atomic<std::uint32_t>>(counters);
+  for (std::size_t x = 0; x < counters; ++x) new (next + x) std::atomic<std::uint32_t>(0);
+  std::atomic<std::uint32_t>* next_dkv = next + heads * row_blocks;
 
   // The key/value head kv (batch * kv_heads + its index) and its group of query heads, which are
   // consecutive: query head h of batch b reads key/value head h / group.
@@ -147,6 +151,7 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
         .causal = options.causal,
         .key_block = key_block,
         .dq_order = kernels::DqOrder(next + first_head * row_blocks, row_blocks),
+        .dkv_order = kernels::DkvOrder(next_dkv + kv * kernels::DkvOrder::kSlots, segments),
     };
   };
   auto key_range = [&](std::size_t block) {
@@ -154,10 +159,14 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
   };
 
   if (code.keys != nullptr) {
-    // Pass 3, tiled: tasks (key/value head, key block) in that order.
-    tasks.run_in_order(kv_heads * key_blocks, [&](std::size_t t, Workspace& local) {
+    // Pass 3, tiled: tasks (key/value head, key block, row segment) in that order.
+    tasks.run_in_order(kv_heads * key_blocks * segments, [&](std::size_t t, Workspace& local) {
       Workspace::Scope scope(local);
-      code.keys(problem(t / key_blocks), key_range(t % key_blocks), local);
+      const std::size_t segment = t % segments, first = segment * kernels::kBackwardSegmentRows;
+      code.keys(
+          problem(t / (key_blocks * segments)), key_range(t / segments % key_blocks),
+          kernels::RowRange{first, std::min(first + kernels::kBackwardSegmentRows, shape.q_len)},
+          local);
     });
     return kernel;
   }

@@ -88,24 +88,28 @@ inline constexpr std::size_t kKeyChunk = 2048;
 // NR keys (AVX-512: 32).
 inline constexpr std::size_t kNaiveRowAlign = 32;
 
-// The order in which key blocks add to dQ in the backward pass. A backward task owns one key
-// block of one key/value head: it accumulates that block's dK and dV alone, and adds its
-// contribution to the dQ rows of every query row block that sees it. For dQ to be the same bits
-// for every thread count, those additions happen in key block order: block c adds to a row block
-// once block c - 1 has. One counter per (query head, row block of kRowsPerTask rows) holds the
-// next key block allowed to add. Tasks start in key block order (TaskRunner::run_in_order), and
-// block c - 1 visits every row block that block c visits (a row that sees a key sees every
-// earlier key), so a waiting task always waits on a running one.
-class DqOrder {
- public:
-  DqOrder(std::atomic<std::uint32_t>* next, std::size_t row_blocks)
-      : next_(next), row_blocks_(row_blocks) {}
+// Query rows per backward task of a tiled kernel: a task is one key block over one segment of
+// rows, so that a short head still makes enough tasks for every thread (1024 rows: three
+// segments per key block), while each task's dK and dV are added once per segment. A multiple of
+// kRowsPerTask, so segments are whole row blocks.
+inline constexpr std::size_t kBackwardSegmentRows = 8 * kRowsPerTask;
 
-  // Blocks until key block `key_block` may add to the dQ rows [i0, i0 + kRowsPerTask) of query
-  // head `head` (i0 a multiple of kRowsPerTask); done() then lets the next key block add.
-  void wait(std::size_t head, std::size_t i0, std::size_t key_block) const {
-    const std::atomic<std::uint32_t>& next = at(head, i0);
-    for (unsigned spins = 0; next.load(std::memory_order_acquire) != key_block; ++spins) {
+// Turns taken on shared outputs, so that every sum into them runs in one fixed order whatever the
+// threads: one counter per slot holds the turn allowed to add next; wait(slot, turn) returns once
+// it is `turn`'s, done(slot, turn) hands it to turn + 1. The backward's tiled tasks take turns on
+// dQ (slot: a query head's row block of kRowsPerTask rows, turn: the key block) and on dK and dV
+// (DkvOrder: the row segment, per key block). Tasks start in (key block, segment) order
+// (TaskRunner::run_in_order), and a task waits only for turns of tasks before it (the previous
+// key block's on the same rows: a row that sees a key sees every earlier key; the previous
+// segment's on the same keys), which have started and wait only on earlier ones still: no
+// deadlock.
+class Turns {
+ public:
+  explicit Turns(std::atomic<std::uint32_t>* next = nullptr) : next_(next) {}
+
+  void wait(std::size_t slot, std::size_t turn) const {
+    const std::atomic<std::uint32_t>& next = next_[slot];
+    for (unsigned spins = 0; next.load(std::memory_order_acquire) != turn; ++spins) {
       if (spins < 64) {
         __builtin_ia32_pause();
       } else {
@@ -113,16 +117,53 @@ class DqOrder {
       }
     }
   }
-  void done(std::size_t head, std::size_t i0, std::size_t key_block) const {
-    at(head, i0).store(static_cast<std::uint32_t>(key_block + 1), std::memory_order_release);
+  void done(std::size_t slot, std::size_t turn) const {
+    next_[slot].store(static_cast<std::uint32_t>(turn + 1), std::memory_order_release);
   }
 
  private:
-  std::atomic<std::uint32_t>& at(std::size_t head, std::size_t i0) const {
-    return next_[head * row_blocks_ + i0 / kRowsPerTask];
-  }
   std::atomic<std::uint32_t>* next_;
+};
+
+// dQ's turns: key block `key_block` adds to rows [i0, i0 + kRowsPerTask) of query head `head`
+// (i0 a multiple of kRowsPerTask, heads counted from the group's first).
+class DqOrder {
+ public:
+  DqOrder(std::atomic<std::uint32_t>* next, std::size_t row_blocks)
+      : turns_(next), row_blocks_(row_blocks) {}
+  void wait(std::size_t head, std::size_t i0, std::size_t key_block) const {
+    turns_.wait(head * row_blocks_ + i0 / kRowsPerTask, key_block);
+  }
+  void done(std::size_t head, std::size_t i0, std::size_t key_block) const {
+    turns_.done(head * row_blocks_ + i0 / kRowsPerTask, key_block);
+  }
+
+ private:
+  Turns turns_;
   std::size_t row_blocks_;
+};
+
+// dK's and dV's turns: row segment `segment` of key block `block` adds to the block's dK and dV
+// rows. kSlots counters per key/value head, whatever kv_len (the scratch stays independent of
+// it): block b takes slot b % kSlots, and its turns follow those of block b - kSlots on the same
+// counter (turn (b / kSlots) * segments + segment), so that block b's first segment also waits
+// for block b - kSlots to be done, a task started kSlots key blocks earlier.
+class DkvOrder {
+ public:
+  static constexpr std::size_t kSlots = 16;
+
+  DkvOrder(std::atomic<std::uint32_t>* next, std::size_t segments)
+      : turns_(next), segments_(segments) {}
+  void wait(std::size_t block, std::size_t segment) const {
+    turns_.wait(block % kSlots, block / kSlots * segments_ + segment);
+  }
+  void done(std::size_t block, std::size_t segment) const {
+    turns_.done(block % kSlots, block / kSlots * segments_ + segment);
+  }
+
+ private:
+  Turns turns_;
+  std::size_t segments_;
 };
 
 // One (batch, key/value head) of a backward call, with the `group` query heads that read it.
@@ -147,6 +188,7 @@ struct BackwardProblem {
   bool causal;
   std::size_t key_block;  // Backward::key_block(head_dim): a task's keys start at its multiples
   DqOrder dq_order;       // heads counted from the group's first query head
+  DkvOrder dkv_order;     // key blocks of this key/value head
   // Naive kernels: the query head's materialised P and dS, q_len rows of p_stride floats each
   // (kv_len rounded up to kNaiveRowAlign, so that every row starts on a whole SIMD panel).
   float* p = nullptr;
@@ -206,7 +248,8 @@ struct KvPacking {
 // never on the thread count, so that every sum runs in the same order whatever the threads.
 struct Backward {
   std::size_t (*key_block)(std::size_t head_dim) = nullptr;
-  void (*keys)(const BackwardProblem& problem, KeyRange keys, Workspace& ws) = nullptr;
+  void (*keys)(const BackwardProblem& problem, KeyRange keys, RowRange rows,
+               Workspace& ws) = nullptr;
   void (*rows)(const BackwardProblem& problem, std::size_t g, RowRange rows,
                Workspace& ws) = nullptr;
   void (*key_rows)(const BackwardProblem& problem, std::size_t g, KeyRange keys,

@@ -181,7 +181,8 @@ struct TiledSimdBackward : SimdBackward<Arch> {
   using B::Br;
   using B::MR;
 
-  static void keys(const BackwardProblem& pb, KeyRange keys, Workspace& ws) {
+  static void keys(const BackwardProblem& pb, KeyRange keys, RowRange rows, Workspace& ws) {
+    static_assert(kBackwardSegmentRows % Br == 0, "a row segment must be whole row blocks");
     const std::size_t d = pb.head_dim, dp = S::padded_dim(d);
     const std::size_t j0 = keys.begin, bc = keys.end - keys.begin, Bk = pb.key_block;
     const std::size_t fill = round_up(bc, S::NR);
@@ -202,15 +203,16 @@ struct TiledSimdBackward : SimdBackward<Arch> {
 
     // NOTE: row blocks before the one holding first_row_seeing(j0) see none of these keys; they
     // are skipped here and by every later key block, so dQ's counters stay in step.
-    const std::size_t first_block = pb.first_row_seeing(j0) / Br * Br;
+    const std::size_t seen_from = pb.first_row_seeing(j0) / Br * Br;
+    const std::size_t first_block = seen_from > rows.begin ? seen_from : rows.begin;
     for (std::size_t g = 0; g < pb.group; ++g) {
       const float* q = pb.q + g * pb.q_len * d;
       const float* d_o = pb.d_o + g * pb.q_len * d;
       const float* lse = pb.lse + g * pb.q_len;
       const float* delta = pb.delta + g * pb.q_len;
       float* dq = pb.dq + g * pb.q_len * d;
-      for (std::size_t i0 = first_block; i0 < pb.q_len; i0 += Br) {
-        const std::size_t br = min_of(Br, pb.q_len - i0);
+      for (std::size_t i0 = first_block; i0 < rows.end; i0 += Br) {
+        const std::size_t br = min_of(Br, rows.end - i0);
         // Keys of the block each row sees (0 for a zero row, LSE = -inf); a row that sees none
         // enters the products as zeros.
         for (std::size_t r = 0; r < br; ++r) {
@@ -261,12 +263,16 @@ struct TiledSimdBackward : SimdBackward<Arch> {
         pb.dq_order.done(g, i0, block);
       }
     }
-    for (std::size_t k = 0; k < bc; ++k) {
+    // dK += this segment's part, dV likewise, in segment order.
+    const std::size_t segment = rows.begin / kBackwardSegmentRows;
+    pb.dkv_order.wait(block, segment);
+    for (std::size_t k = 0; first_block < rows.end && k < bc; ++k) {
       for (std::size_t c = 0; c < d; ++c) {
-        pb.dk[(j0 + k) * d + c] = dk_acc[k * dp + c];
-        pb.dv[(j0 + k) * d + c] = dv_acc[k * dp + c];
+        pb.dk[(j0 + k) * d + c] += dk_acc[k * dp + c];
+        pb.dv[(j0 + k) * d + c] += dv_acc[k * dp + c];
       }
     }
+    pb.dkv_order.done(block, segment);
   }
 };
 

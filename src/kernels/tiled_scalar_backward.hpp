@@ -1,8 +1,8 @@
 // tiled/scalar and tiled/autovec backward: FlashAttention-2's backward in plain loops. A task owns
-// a block of kBackwardKeys keys; for every query row that sees them it recomputes the weights from
-// the forward's log-sum-exp and
+// a block of kBackwardKeys keys over one segment of query rows; for every row of it that sees
+// them it recomputes the weights from the forward's log-sum-exp and
 //   p = exp(scale q.k - LSE),  dp = dO . v,  ds = scale p (dp - D)      (D = dO . O)
-//   dV_j += p dO_i,  dK_j += ds q_i  (the task's own accumulators)
+//   dV_j += p dO_i,  dK_j += ds q_i  (the task's accumulators, added in segment order)
 //   dQ_i += ds k_j                    (a row block's part, added in key block order)
 // Scratch: the key block's dK and dV accumulators and one row block's dQ part, whatever the
 // lengths. Compiled by tiled_scalar.cpp with auto-vectorisation off, by tiled_autovec.cpp with it
@@ -20,7 +20,8 @@ namespace {
 constexpr std::size_t kBackwardKeys = 64;
 std::size_t backward_key_block(std::size_t) { return kBackwardKeys; }
 
-void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, Workspace& ws) {
+void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, RowRange rows_of,
+                         Workspace& ws) {
   const std::size_t d = pb.head_dim;
   const std::size_t j0 = keys.begin, bc = keys.end - keys.begin;
   const std::size_t block = j0 / pb.key_block;
@@ -31,15 +32,16 @@ void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, Workspace& ws
 
   // NOTE: rows before first_row_seeing(j0) see none of the block's keys; their row blocks are
   // skipped, and so are they by every later key block.
-  const std::size_t first = pb.first_row_seeing(j0) / kRowsPerTask * kRowsPerTask;
+  const std::size_t seen_from = pb.first_row_seeing(j0) / kRowsPerTask * kRowsPerTask;
+  const std::size_t first = seen_from > rows_of.begin ? seen_from : rows_of.begin;
   for (std::size_t g = 0; g < pb.group; ++g) {
     const float* q = pb.q + g * pb.q_len * d;
     const float* d_o = pb.d_o + g * pb.q_len * d;
     const float* lse = pb.lse + g * pb.q_len;
     const float* delta = pb.delta + g * pb.q_len;
     float* dq = pb.dq + g * pb.q_len * d;
-    for (std::size_t i0 = first; i0 < pb.q_len; i0 += kRowsPerTask) {
-      const std::size_t rows = min_of(kRowsPerTask, pb.q_len - i0);
+    for (std::size_t i0 = first; i0 < rows_of.end; i0 += kRowsPerTask) {
+      const std::size_t rows = min_of(kRowsPerTask, rows_of.end - i0);
       for (std::size_t x = 0; x < rows * d; ++x) dq_part[x] = 0.0f;
       for (std::size_t r = 0; r < rows; ++r) {
         const std::size_t i = i0 + r;
@@ -71,10 +73,14 @@ void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, Workspace& ws
       pb.dq_order.done(g, i0, block);
     }
   }
-  for (std::size_t x = 0; x < bc * d; ++x) {
-    pb.dk[j0 * d + x] = dk_acc[x];
-    pb.dv[j0 * d + x] = dv_acc[x];
+  // dK += this segment's part, dV likewise, in segment order.
+  const std::size_t segment = rows_of.begin / kBackwardSegmentRows;
+  pb.dkv_order.wait(block, segment);
+  for (std::size_t x = 0; first < rows_of.end && x < bc * d; ++x) {
+    pb.dk[j0 * d + x] += dk_acc[x];
+    pb.dv[j0 * d + x] += dv_acc[x];
   }
+  pb.dkv_order.done(block, segment);
 }
 
 }  // namespace
