@@ -10,6 +10,7 @@ matplotlib.use("Agg")  # files only, never a window: CI has no display
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
+import analysis  # noqa: E402
 import formatting  # noqa: E402
 
 plt.rcParams.update({
@@ -108,6 +109,37 @@ def gflops_panel(ax, ns, peak: float | None, peak_label: str, fontsize: float) -
         ax.text(min(ns), peak, f" {peak_label}", va="bottom", fontsize=fontsize)
     ax.set_yscale("log")
     log_n_axis(ax, ns)
+
+
+def gflops_grid(run, data, all_threads: int, panel_title: str, ylabel: str, suptitle: str):
+    """GFLOP/s against n of every kernel in `data`, one panel per thread count (rows) and head dim
+    (columns), each under the run's measured FMA peak; `panel_title` is formatted with d and the
+    threads' label. The figure, its legend drawn; the caller saves it."""
+    dims, threads = data.values("d"), analysis.thread_counts(data)
+    kernels = data.measured().values("kernel")
+    fig, axes = plt.subplots(len(threads), len(dims), figsize=(5.0 * len(dims), 4.0 * len(threads)),
+                             squeeze=False, sharey=True)
+    for row, t in enumerate(threads):
+        peak = run.fma_peak_gflops(t)
+        for col, d in enumerate(dims):
+            ax = axes[row][col]
+            ns_here = []
+            for kernel in kernels:
+                n, gflops = data.series("gflops_median", kernel=kernel, d=d, threads=t)
+                if len(n):
+                    ax.plot(n, gflops, **kernel_style(kernel), markersize=4, linewidth=1.3)
+                    ns_here.extend(n)
+            if not ns_here:
+                no_data(ax)
+                continue
+            label = f"measured FMA peak {formatting.sig(peak)} GFLOP/s ({run.fma_peak_isa(t)})" if peak else ""
+            gflops_panel(ax, ns_here, peak, label, 7.5)
+            ax.set_title(panel_title.format(d=d, threads=threads_label(t, all_threads)))
+            ax.set_xlabel("sequence length n (queries = keys)")
+            ax.set_ylabel(ylabel)
+    fig.suptitle(suptitle)
+    kernel_legend(fig, kernels)
+    return fig
 
 
 def no_data(ax, message: str = "no measured points") -> None:
