@@ -46,6 +46,7 @@
 #include "contenders_window.hpp"
 #include "kernels/kernel_interface.hpp"
 #include "oracle_check.hpp"
+#include "progress_reporter.hpp"
 
 namespace {
 
@@ -319,35 +320,6 @@ void run_point(benchmark::State& state, Point p, std::string skip_reason) {
 // over the budget and for the progress line's ETA.
 std::map<std::string, double> g_predicted;
 
-// Prints "[k/N] name ... elapsed, ETA" on stderr as each point finishes, then the usual table.
-class ProgressReporter : public benchmark::ConsoleReporter {
- public:
-  explicit ProgressReporter(std::size_t total) : total_(total), start_(Clock::now()) {}
-  void ReportRuns(const std::vector<Run>& runs) override {
-    if (!runs.empty()) {
-      // The registered name, without the suffixes Google Benchmark appends (/repeats:3, ...).
-      const std::string name = runs.front().run_name.function_name;
-      if (seen_.insert(name).second) {
-        done_predicted_ += g_predicted[name];
-        const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-        double remaining = 0;
-        for (const auto& [n, t] : g_predicted) remaining += seen_.count(n) ? 0 : t;
-        const double eta = done_predicted_ > 0 ? elapsed * remaining / done_predicted_ : 0;
-        std::fprintf(stderr, "[%zu/%zu] %s ... %.0f s elapsed, ETA %.0f s\n", seen_.size(), total_,
-                     name.c_str(), elapsed, eta);
-      }
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  std::size_t total_;
-  Clock::time_point start_;
-  std::set<std::string> seen_;
-  double done_predicted_ = 0;
-};
-
 // GFLOP/s of `kernel`'s forward or backward pass at n = 512, d = 64, one thread, the median of
 // three calls after a warm-up: the basis of the predictions. (One call alone moved the budget's
 // verdict on some points from run to run.)
@@ -602,7 +574,7 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr, "attnbench_bench: preset %s, %zu points, predicted about %.0f s\n",
                preset_name.c_str(), g_predicted.size(), predicted_total);
-  ProgressReporter progress(g_predicted.size());
+  attnbench::bench::ProgressReporter progress(g_predicted);
   benchmark::RunSpecifiedBenchmarks(&progress);
   benchmark::Shutdown();
   return 0;
