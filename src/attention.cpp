@@ -77,6 +77,41 @@ void validate(const Shape& shape, const Options& options) {
   }
 }
 
+namespace {
+
+// A call on a KvCache: the cache holds this shape's K and V in this kernel's layout.
+void validate_cache(const Kernel& kernel, const Shape& shape, const Options& options,
+                    const Tensors& tensors) {
+  const KvCache& cache = *tensors.kv_cache;
+  if (tensors.k != nullptr || tensors.v != nullptr) {
+    throw Error(tensors.k ? "tensors.k" : "tensors.v", "set",
+                "must be null when tensors.kv_cache holds K and V");
+  }
+  const std::pair<const char*, std::pair<std::size_t, std::size_t>> sizes[] = {
+      {"shape.batch", {shape.batch, cache.batch()}},
+      {"shape.kv_heads", {shape.kv_heads, cache.kv_heads()}},
+      {"shape.head_dim", {shape.head_dim, cache.head_dim()}},
+      {"shape.kv_len", {shape.kv_len, cache.length()}}};
+  for (const auto& [field, sizes] : sizes) {
+    if (sizes.first != sizes.second) {
+      throw Error(field, std::to_string(sizes.first),
+                  "tensors.kv_cache holds " + std::to_string(sizes.second));
+    }
+  }
+  if (options.kv_type != KvType::f32 && options.kv_type != cache.type()) {
+    throw Error("options.kv_type", std::string(to_string(options.kv_type)),
+                "tensors.kv_cache stores " + std::string(to_string(cache.type())));
+  }
+  const kernels::KernelCode* code = resolve(kernel).code(cache.type());
+  if (code == nullptr || code->packing.pack != cache.kernel().code(cache.type())->packing.pack) {
+    throw Error("tensors.kv_cache", std::string(cache.kernel().name),
+                "is packed in that kernel's layout, which kernel " + std::string(kernel.name) +
+                    " does not read");
+  }
+}
+
+}  // namespace
+
 void validate(const Kernel& kernel, const Shape& shape, const Options& options,
               const Tensors& tensors) {
   if (!kernel.available()) {
@@ -86,9 +121,22 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
   const std::size_t q_elements = shape.q_elements();
   const std::size_t kv_elements = shape.kv_elements();
   const driver::NamedBytes q{"tensors.q", tensors.q, q_elements},
-      k{"tensors.k", tensors.k, kv_elements}, v{"tensors.v", tensors.v, kv_elements},
+      k{"tensors.k", tensors.k, tensors.kv_cache ? 0 : kv_elements},
+      v{"tensors.v", tensors.v, tensors.kv_cache ? 0 : kv_elements},
       o{"tensors.o", tensors.o, q_elements};
-  driver::require_non_null({q, k, v, o});
+  if (tensors.kv_cache != nullptr) {
+    validate_cache(kernel, shape, options, tensors);
+    driver::require_non_null({q, o});
+  } else {
+    driver::require_non_null({q, k, v, o});
+    if (!kernel.stores(options.kv_type)) {
+      throw Error("options.kv_type", std::string(to_string(options.kv_type)),
+                  "kernel " + std::string(kernel.name) +
+                      " stores K and V as f32 only (tiled/simd and naive/simd store f16 and bf16)");
+    }
+    driver::require_representable("tensors.k", tensors.k, kv_elements, options.kv_type);
+    driver::require_representable("tensors.v", tensors.v, kv_elements, options.kv_type);
+  }
   if (tensors.lse != nullptr) {
     driver::require_disjoint({o, {"tensors.lse", tensors.lse, q_elements / shape.head_dim}},
                              {q, k, v});
@@ -118,23 +166,27 @@ using kernels::kRowsPerTask;
 using kernels::PartialRows;
 using kernels::RowRange;
 
-// The (batch, query head) slice of the problem with the key/value head it reads, and that head's
-// packed copy when the kernel packs.
+// The (batch, query head) slice of the problem with the key/value head it reads (its packed copy
+// `packed` when the kernel packs), or with fold > 1 the `fold` query heads from `q_head` on,
+// which share that key/value head, as one problem of fold x q_len rows.
 HeadProblem head_problem(const Shape& shape, float scale, bool causal, const Tensors& t,
-                         const float* packed, std::size_t packed_per_head, std::size_t batch,
-                         std::size_t q_head) {
+                         const void* packed, std::size_t capacity, std::size_t batch,
+                         std::size_t q_head, std::size_t fold = 1) {
   const HeadOffsets at = head_offsets(shape, batch, q_head);
-  return HeadProblem{t.q + at.q,
-                     t.k + at.kv,
-                     t.v + at.kv,
-                     t.o + at.q,
-                     shape.q_len,
-                     shape.kv_len,
-                     shape.head_dim,
-                     scale,
-                     causal,
-                     packed ? packed + at.kv_head * packed_per_head : nullptr,
-                     t.lse ? t.lse + at.q / shape.head_dim : nullptr};
+  const bool in_place = t.kv_cache == nullptr;
+  return HeadProblem{.q = t.q + at.q,
+                     .k = in_place ? t.k + at.kv : nullptr,
+                     .v = in_place ? t.v + at.kv : nullptr,
+                     .o = t.o + at.q,
+                     .q_len = fold * shape.q_len,
+                     .kv_len = shape.kv_len,
+                     .head_dim = shape.head_dim,
+                     .scale = scale,
+                     .causal = causal,
+                     .kv_packed = packed,
+                     .kv_capacity = capacity,
+                     .lse = t.lse ? t.lse + at.q / shape.head_dim : nullptr,
+                     .head_rows = shape.q_len};
 }
 
 // Decoding (few query rows, many keys) splits the keys into chunks of kKeyChunk and merges the
@@ -177,53 +229,70 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   const std::size_t d = shape.head_dim;
   const std::size_t heads = shape.batch * shape.q_heads;
   const std::size_t kv_heads = shape.batch * shape.kv_heads;
-  const kernels::KernelCode& code = *kernel.code;
+  const KvCache* cache = tensors.kv_cache;
+  const kernels::KernelCode& code = *kernel.code(cache ? cache->type() : options.kv_type);
   ws.reset_peak();
   Workspace::Scope call(ws);
   driver::TaskRunner tasks(worker_threads(options), ws);
 
-  // Pack every (batch, key/value head) once; the query heads that share it all read the copy.
-  // Tasks of kPackKeys keys, so that a single long head (decoding) packs on every thread.
-  float* packed = nullptr;
-  std::size_t per_head = 0;
-  if (code.packing.pack != nullptr) {
-    per_head = kernels::packed_floats_per_head(code.packing, shape);
-    packed = ws.take<float>(kv_heads * per_head);
+  // Pack every (batch, key/value head) once, unless a cache holds them packed already; the query
+  // heads that share it all read the copy. Tasks of kPackKeys keys, so that a single long head
+  // (decoding) packs on every thread.
+  std::byte* packed = nullptr;
+  std::size_t per_head = 0;  // bytes
+  if (cache == nullptr && code.packing.pack != nullptr) {
+    per_head = kernels::packed_bytes_per_head(code.packing, shape.kv_len, d);
+    packed = ws.take<std::byte>(kv_heads * per_head);
     const std::size_t ranges = (shape.kv_len + kPackKeys - 1) / kPackKeys;
     tasks.run(kv_heads * ranges, [&](std::size_t t, Workspace&) {
       const std::size_t kv = t / ranges, first = (t % ranges) * kPackKeys;
-      const std::size_t offset = kv * shape.kv_len * d;
+      const std::size_t offset = (kv * shape.kv_len + first) * d;
       code.packing.pack(tensors.k + offset, tensors.v + offset, shape.kv_len, d, first,
                         std::min(first + kPackKeys, shape.kv_len), packed + kv * per_head);
     });
   }
+  const std::size_t capacity = cache ? cache->capacity() : shape.kv_len;
+  auto packed_head = [&](std::size_t kv_head) -> const void* {
+    if (cache) return cache->head_storage(kv_head);
+    return packed ? packed + kv_head * per_head : nullptr;
+  };
   auto head = [&](std::size_t bh) {
-    return head_problem(shape, scale, options.causal, tensors, packed, per_head, bh / shape.q_heads,
-                        bh % shape.q_heads);
+    const std::size_t b = bh / shape.q_heads, h = bh % shape.q_heads;
+    return head_problem(shape, scale, options.causal, tensors,
+                        packed_head(head_offsets(shape, b, h).kv_head), capacity, b, h);
   };
 
   if (splits_keys(code, shape)) {
-    // NOTE: task (head, chunk) leaves the chunk's (o, m, l) for every query row of the head; one
-    // merge per head then combines the chunks in order.
+    // NOTE: decoding folds the `group` query heads that read one key/value head into one problem
+    // of group x q_len rows (contiguous in Q and O), so that each chunk of K and V streams from
+    // memory once per key/value head, not once per query head, and feeds up to MR rows per load.
+    // A row's arithmetic is the same as unfolded. Task (key/value head, chunk) leaves the chunk's
+    // (o, m, l) for every row; one merge per key/value head then combines the chunks in order.
+    const std::size_t group = shape.q_heads / shape.kv_heads;
+    auto folded = [&](std::size_t kv) {
+      const std::size_t b = kv / shape.kv_heads, h = kv % shape.kv_heads * group;
+      return head_problem(shape, scale, options.causal, tensors, packed_head(kv), capacity, b, h,
+                          group);
+    };
     const std::size_t chunks = (shape.kv_len + kKeyChunk - 1) / kKeyChunk;
-    const std::size_t rows = shape.q_len;
-    float* buffer = ws.take<float>(heads * chunks * rows * (d + 2));
-    std::vector<PartialRows> parts(heads * chunks);
+    const std::size_t rows = group * shape.q_len;
+    float* buffer = ws.take<float>(kv_heads * chunks * rows * (d + 2));
+    std::vector<PartialRows> parts(kv_heads * chunks);
     for (std::size_t p = 0; p < parts.size(); ++p) {
       float* base = buffer + p * rows * (d + 2);
       parts[p] = PartialRows{base, base + rows * d, base + rows * (d + 1)};
     }
-    tasks.run(heads * chunks, [&](std::size_t t, Workspace& local) {
+    tasks.run(kv_heads * chunks, [&](std::size_t t, Workspace& local) {
       const std::size_t c = t % chunks;
       Workspace::Scope scope(local);
-      code.forward.partial(head(t / chunks), RowRange{0, rows},
+      code.forward.partial(folded(t / chunks), RowRange{0, rows},
                            KeyRange{c * kKeyChunk, std::min((c + 1) * kKeyChunk, shape.kv_len)},
                            parts[t], local);
     });
-    tasks.run(heads, [&](std::size_t bh, Workspace&) {
-      const HeadProblem h = head(bh);
+    tasks.run(kv_heads, [&](std::size_t kv, Workspace&) {
+      const HeadProblem h = folded(kv);
       for (std::size_t i = 0; i < rows; ++i)
-        merge_row(chunks, d, &parts[bh * chunks], i, h.o + i * d, h.lse ? h.lse + i : nullptr);
+        merge_row(chunks, d, &parts[kv * chunks], i, h.o + i * d, h.lse ? h.lse + i : nullptr);
     });
     return kernel;
   }

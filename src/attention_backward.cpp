@@ -42,6 +42,14 @@ void validate_backward(const Kernel& requested, const Shape& shape, const Option
                 "has no backward pass (attnbench list shows the kernels that do)");
   }
   validate(shape, options);
+  if (options.kv_type != KvType::f32) {
+    throw Error("options.kv_type", std::string(to_string(options.kv_type)),
+                "the backward pass reads K and V as f32 only");
+  }
+  if (forward.kv_cache != nullptr) {
+    throw Error("tensors.kv_cache", "set",
+                "the backward pass reads K and V from tensors.k and tensors.v, not a cache");
+  }
   const std::size_t q_elements = shape.q_elements(), kv_elements = shape.kv_elements();
   const std::size_t rows = q_elements / shape.head_dim;
   const driver::NamedBytes q{"tensors.q", forward.q, q_elements},
@@ -72,7 +80,7 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
                                  const Gradients& gradients, Workspace& ws) {
   const Kernel& kernel = resolve(requested);
   validate_backward(kernel, shape, options, forward, gradients);
-  const kernels::Backward& code = kernel.code->backward;
+  const kernels::Backward& code = kernel.code()->backward;
   const std::size_t d = shape.head_dim;
   const std::size_t heads = shape.batch * shape.q_heads;
   const std::size_t kv_heads = shape.batch * shape.kv_heads;
@@ -102,14 +110,15 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
 
   // Pass 2: every (batch, key/value head) packed once, tasks of kPackKeys keys.
   float* packed = nullptr;
-  std::size_t per_head = 0;
+  std::size_t per_head = 0;  // floats
   if (code.packing.pack != nullptr) {
-    per_head = kernels::packed_floats_per_head(code.packing, shape);
+    per_head =
+        kernels::packed_bytes_per_head(code.packing, shape.kv_len, shape.head_dim) / sizeof(float);
     packed = ws.take<float>(kv_heads * per_head);
     const std::size_t ranges = (shape.kv_len + kernels::kPackKeys - 1) / kernels::kPackKeys;
     tasks.run(kv_heads * ranges, [&](std::size_t t, Workspace&) {
       const std::size_t kv = t / ranges, first = (t % ranges) * kernels::kPackKeys;
-      const std::size_t offset = kv * kv_head_floats;
+      const std::size_t offset = kv * kv_head_floats + first * d;
       code.packing.pack(forward.k + offset, forward.v + offset, shape.kv_len, d, first,
                         std::min(first + kernels::kPackKeys, shape.kv_len), packed + kv * per_head);
     });

@@ -9,7 +9,9 @@
 // query head h reads key/value head h / (q_heads / kv_heads).
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -36,6 +38,33 @@ struct Shape {
   std::size_t kv_elements() const { return batch * kv_heads * kv_len * head_dim; }
 };
 
+// How K and V are stored where a kernel reads them (its packed copy, or a KvCache): float32, IEEE
+// half (float16) or bfloat16. Inputs stay float32 (Q, K, V) and so do the outputs and every
+// accumulation; a 16-bit type halves the bytes of K and V a call streams, at the price of rounding
+// them once (to nearest, ties to even).
+enum class KvType { f32, f16, bf16 };
+inline constexpr std::size_t kKvTypes = 3;
+std::string_view to_string(KvType type);
+// The KvType called `name` ("f32", "f16", "bf16"), or nullopt.
+std::optional<KvType> kv_type_from_string(std::string_view name);
+// Bytes of one stored element: 4 or 2.
+constexpr std::size_t kv_type_bytes(KvType type) { return type == KvType::f32 ? 4 : 2; }
+
+// The scalar conversions every storage path agrees with bit for bit: float32 to float16 or
+// bfloat16 rounds to nearest, ties to even (subnormal halves included); NaN stays NaN (quiet, the
+// top payload bits kept), infinities stay infinite, and a finite float beyond the type's range
+// becomes an infinity (see rounds_to_infinity). The way back is exact.
+std::uint16_t float_to_f16(float x);
+float f16_to_float(std::uint16_t h);
+std::uint16_t float_to_bf16(float x);
+float bf16_to_float(std::uint16_t b);
+// x stored as `type` and read back: x itself for f32.
+float round_to(KvType type, float x);
+// Is x finite while its `type` rounding is an infinity (|x| >= 65520 for f16)?
+bool rounds_to_infinity(KvType type, float x);
+
+class KvCache;
+
 struct Options {
   // Causal mask aligned to the bottom-right: query i sees keys j <= i + (kv_len - q_len).
   bool causal = false;
@@ -45,6 +74,11 @@ struct Options {
   std::size_t memory_budget_bytes = 0;
   // Worker threads for attention(); 0 means every core, 1 runs inline on the caller's thread.
   std::size_t threads = 1;
+  // How the call stores K and V in its packed copy (Kernel::stores says which types a kernel
+  // takes). With a 16-bit type, a finite K or V value the type cannot hold is an Error, not a
+  // silent infinity. A call on a KvCache uses the cache's type (this must then be f32 or the
+  // same). The backward pass takes f32 only.
+  KvType kv_type = KvType::f32;
 };
 
 struct Tensors {
@@ -57,6 +91,9 @@ struct Tensors {
   // the weights from (P = exp(s - LSE)). -inf for a zero row (no visible key, or every score
   // -inf); NaN where the row is NaN.
   float* lse = nullptr;
+  // Optional: K and V already packed in a persistent cache (then k and v are null, and the shape's
+  // batch, kv_heads, head_dim and kv_len are the cache's), so the call packs nothing.
+  const KvCache* kv_cache = nullptr;
 };
 
 // The backward pass's tensors beyond the forward's (Q, K, V, O and LSE as the forward left
@@ -215,13 +252,21 @@ struct Kernel {
   // A dispatching entry ("tiled/simd") has no code of its own: it runs its strategy and
   // backend's first available variant, the registry listing variants in ISA priority order.
   bool dispatches = false;
-  const kernels::KernelCode* code = nullptr;  // null for a dispatching entry
+  // The entry points per K/V storage type (indexed by KvType): null where the kernel does not
+  // store that type, all null for a dispatching entry.
+  std::array<const kernels::KernelCode*, kKvTypes> codes{};
+  const kernels::KernelCode* code(KvType type = KvType::f32) const {
+    return codes[static_cast<std::size_t>(type)];
+  }
 
   // Can this CPU run it? A dispatching entry: can it run any of its variants?
   bool available() const;
   // Does it have a backward pass (attention_backward)? A dispatching entry: does the variant
   // that runs here?
   bool has_backward() const;
+  // Does it store K and V as `type` (Options::kv_type, KvCache)? A dispatching entry: does the
+  // variant that runs here?
+  bool stores(KvType type) const;
 };
 
 // Every kernel, in priority order: the first available one is the default.
@@ -267,6 +312,61 @@ const Kernel& attention_backward(const Kernel& kernel, const Shape& shape, const
 // Checks everything about a backward call without allocating; throws Error.
 void validate_backward(const Kernel& kernel, const Shape& shape, const Options& options,
                        const Tensors& forward, const Gradients& gradients);
+
+// ---------------------------------------------------------------------------------------------
+// The persistent KV cache
+// ---------------------------------------------------------------------------------------------
+
+// One layer's keys and values for batch x kv_heads heads, up to `capacity` tokens, kept in the
+// packed layout a kernel reads, in one storage type. Prefill appends a block of tokens, decoding
+// one at a time; each append packs (and rounds) only the new tokens, and attention() on
+// Tensors::kv_cache then reads the cache as it is, with no copy. The layout is the resolved
+// kernel's: a cache made for "tiled/simd" on an AVX-512 machine serves tiled/simd/avx512f and
+// naive/simd/avx512f (the same layout), no other kernel. Not thread-safe while appending.
+class KvCache {
+ public:
+  // Throws Error: a kernel that reads K and V in place (no packed layout to keep), a type it does
+  // not store, a zero size, sizes whose bytes overflow.
+  KvCache(const Kernel& kernel, std::size_t batch, std::size_t kv_heads, std::size_t head_dim,
+          std::size_t capacity, KvType type);
+  ~KvCache();
+  KvCache(const KvCache&) = delete;
+  KvCache& operator=(const KvCache&) = delete;
+
+  // Appends `tokens` tokens of every head: k and v are [batch][kv_heads][tokens][head_dim]
+  // float32, rounded to the cache's type. Packs on `threads` threads (0: every core). Throws
+  // Error, with the cache unchanged, for a null k or v, more tokens than the capacity has left,
+  // or a finite value the type would turn into an infinity.
+  void append(const float* k, const float* v, std::size_t tokens, std::size_t threads = 1);
+  // Forgets every token (capacity and storage kept).
+  void clear() { length_ = 0; }
+
+  const Kernel& kernel() const { return kernel_; }
+  KvType type() const { return type_; }
+  std::size_t batch() const { return batch_; }
+  std::size_t kv_heads() const { return kv_heads_; }
+  std::size_t head_dim() const { return head_dim_; }
+  std::size_t capacity() const { return capacity_; }
+  std::size_t length() const { return length_; }
+  // Bytes of K and V a call over the cache's `length()` tokens reads: 2 x length x head_dim x
+  // element bytes per head (the layout's padding aside).
+  std::size_t kv_bytes() const;
+  // Bytes the cache holds, padding included.
+  std::size_t storage_bytes() const { return heads() * head_bytes_; }
+  // Head `index` (batch * kv_heads + key/value head)'s packed storage; for the driver.
+  const void* head_storage(std::size_t index) const;
+
+ private:
+  std::size_t heads() const { return batch_ * kv_heads_; }
+
+  const Kernel& kernel_;
+  KvType type_;
+  std::size_t batch_, kv_heads_, head_dim_, capacity_;
+  std::size_t length_ = 0;
+  std::size_t head_bytes_ = 0;
+  struct Storage;
+  std::unique_ptr<Storage> storage_;
+};
 
 // The scale a call uses: options.scale, or 1 / sqrt(head_dim) when it is unset.
 float effective_scale(const Shape& shape, const Options& options);

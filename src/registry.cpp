@@ -28,8 +28,9 @@ bool cpu_supports(Isa isa) {
     case Isa::sse4_2:
       return xsimd::available_architectures().sse4_2 && __builtin_cpu_supports("sse4.2");
     case Isa::avx2:
+      // F16C too: the avx2 kernels widen float16 K/V with vcvtph2ps (every AVX2 CPU has it).
       return xsimd::available_architectures().fma3_avx2 && __builtin_cpu_supports("avx2") &&
-             __builtin_cpu_supports("fma");
+             __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     case Isa::avx512f:
       return xsimd::available_architectures().avx512f && __builtin_cpu_supports("avx512f");
   }
@@ -42,26 +43,28 @@ struct Registry {
   std::deque<std::string> names;  // what each Kernel::name views (a deque never moves them)
   std::vector<Kernel> kernels;
 
+  // `codes`: the kernel's code per KvType (f32 first), empty for a dispatching entry.
   void add(Strategy strategy, Backend backend, Isa isa, bool isa_in_name,
-           const kernels::KernelCode* code) {
+           std::span<const kernels::KernelCode> codes) {
     std::string name(to_string(strategy));
     name.append("/").append(to_string(backend));
     if (isa_in_name) name.append("/").append(to_string(isa));
     names.push_back(std::move(name));
-    kernels.push_back(Kernel{.name = names.back(),
-                             .strategy = strategy,
-                             .backend = backend,
-                             .isa = isa,
-                             .dispatches = code == nullptr,
-                             .code = code});
+    Kernel kernel{.name = names.back(),
+                  .strategy = strategy,
+                  .backend = backend,
+                  .isa = isa,
+                  .dispatches = codes.empty()};
+    for (std::size_t t = 0; t < codes.size(); ++t) kernel.codes[t] = &codes[t];
+    kernels.push_back(kernel);
   }
 
   // "strategy/simd", then one variant per ISA.
   void add_simd(Strategy strategy) {
-    add(strategy, Backend::simd, Isa::generic, false, nullptr);
+    add(strategy, Backend::simd, Isa::generic, false, {});
     for (const kernels::SimdTable* table : kSimdByPriority) {
       add(strategy, Backend::simd, table->isa, true,
-          strategy == Strategy::tiled ? &table->tiled : &table->naive);
+          strategy == Strategy::tiled ? table->tiled : table->naive);
     }
   }
 };
@@ -71,11 +74,11 @@ const Registry& the_registry() {
     Registry r;
     r.add_simd(Strategy::tiled);
     r.add_simd(Strategy::naive);
-    r.add(Strategy::tiled, Backend::autovec, Isa::avx2, false, &kernels::tiled_autovec);
-    r.add(Strategy::naive, Backend::autovec, Isa::avx2, false, &kernels::naive_autovec);
-    r.add(Strategy::naive, Backend::openblas, Isa::generic, false, &kernels::naive_openblas);
-    r.add(Strategy::tiled, Backend::scalar, Isa::generic, false, &kernels::tiled_scalar);
-    r.add(Strategy::naive, Backend::scalar, Isa::generic, false, &kernels::naive_scalar);
+    r.add(Strategy::tiled, Backend::autovec, Isa::avx2, false, {&kernels::tiled_autovec, 1});
+    r.add(Strategy::naive, Backend::autovec, Isa::avx2, false, {&kernels::naive_autovec, 1});
+    r.add(Strategy::naive, Backend::openblas, Isa::generic, false, {&kernels::naive_openblas, 1});
+    r.add(Strategy::tiled, Backend::scalar, Isa::generic, false, {&kernels::tiled_scalar, 1});
+    r.add(Strategy::naive, Backend::scalar, Isa::generic, false, {&kernels::naive_scalar, 1});
     return r;
   }();
   return registry;
@@ -87,8 +90,10 @@ std::span<const kernels::SimdTable* const> kernels::simd_tables() { return kSimd
 
 bool Kernel::has_backward() const {
   const Kernel& runs = resolve(*this);
-  return runs.code != nullptr && runs.code->backward.key_block != nullptr;
+  return runs.code() != nullptr && runs.code()->backward.key_block != nullptr;
 }
+
+bool Kernel::stores(KvType type) const { return resolve(*this).code(type) != nullptr; }
 
 bool Kernel::available() const {
   return dispatches ? !resolve(*this).dispatches : cpu_supports(isa);

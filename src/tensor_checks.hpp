@@ -72,4 +72,23 @@ inline void require_disjoint(std::initializer_list<NamedBytes> outputs,
   }
 }
 
+// Throws when a finite element of x would become an infinity stored as `type` (float16 beyond
+// 65504, bfloat16 beyond about 3.39e38), naming the first such index and its value.
+inline void require_representable(const char* field, const float* x, std::size_t count,
+                                  KvType type) {
+  if (type == KvType::f32) return;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (rounds_to_infinity(type, x[i])) {
+      std::ostringstream value;
+      value.precision(9);
+      value << "[" << i << "] " << x[i];
+      throw Error(
+          field, value.str(),
+          std::string("a finite value that ") + std::string(to_string(type)) +
+              " storage would turn into an infinity (" +
+              (type == KvType::f16 ? "largest float16: 65504" : "largest bfloat16: 3.39e38") + ")");
+    }
+  }
+}
+
 }  // namespace attnbench::driver

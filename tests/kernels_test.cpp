@@ -342,12 +342,12 @@ TEST_P(EveryKernel, ScratchFollowsTheMemoryStrategy) {
     // again, O(n d)), a tiled kernel's scratch does not depend on the key length.
     auto working = [&](std::size_t kv_len) {
       return scratch(64, kv_len) -
-             kernels::packed_bytes(resolve(kernel()).code->packing, {1, 1, 1, 64, kv_len, 64});
+             kernels::packed_bytes(resolve(kernel()).code()->packing, {1, 1, 1, 64, kv_len, 64});
     };
     const std::size_t short_keys = working(1024);
     EXPECT_EQ(short_keys, working(16384));
     EXPECT_LT(short_keys, 64u * 1024 * 4);  // less than the score matrix it avoids
-    EXPECT_LE(kernels::packed_bytes(resolve(kernel()).code->packing, {1, 1, 1, 64, 16384, 64}),
+    EXPECT_LE(kernels::packed_bytes(resolve(kernel()).code()->packing, {1, 1, 1, 64, 16384, 64}),
               2 * 16384 * 64 * 4 + 4096);
   }
 }

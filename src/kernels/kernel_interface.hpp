@@ -33,12 +33,26 @@ struct HeadProblem {
   std::size_t head_dim;
   float scale;
   bool causal;
-  const float* kv_packed = nullptr;  // this key/value head packed by KernelCode::packing, if any
-  float* lse = nullptr;              // [q_len], each row's log-sum-exp, when the caller asks
+  // This key/value head packed by KernelCode::packing (in the kernel's storage type), if any,
+  // laid out for kv_capacity keys (kv_len for a call's own copy, more in a KvCache).
+  const void* kv_packed = nullptr;
+  std::size_t kv_capacity = 0;
+  float* lse = nullptr;  // [q_len], each row's log-sum-exp, when the caller asks
+  // Rows of one query head: q_len, or fewer when the driver folds the query heads that share a
+  // key/value head into one problem (decoding), row i then being row i % head_rows of its head
+  // for the causal mask.
+  std::size_t head_rows = 0;
 
   // Number of keys query row i may attend to: attnbench::visible_keys for this head.
   std::size_t visible_keys(std::size_t i) const {
-    return attnbench::visible_keys(Shape{.q_len = q_len, .kv_len = kv_len}, causal, i);
+    return attnbench::visible_keys(Shape{.q_len = head_rows, .kv_len = kv_len}, causal,
+                                   causal ? i % head_rows : i);
+  }
+  // The most keys any of rows [i, i + count) sees: a block skips the keys past it.
+  std::size_t widest_visible(std::size_t i, std::size_t count) const {
+    // A block that reaches a head's last row (which sees every key) sees every key.
+    if (causal && i % head_rows + count > head_rows) return kv_len;
+    return visible_keys(i + count - 1);
   }
 };
 
@@ -230,10 +244,13 @@ struct Forward {
 // once per (batch, key/value head), and every query head of the group reads that copy. `pack`
 // packs keys [first, last) of one head (first a multiple of kPackKeys), so a head packs in
 // parallel.
+// `pack` writes keys [first, last) of one head into a layout for `capacity` keys (kv_len for a
+// call's own copy), k and v pointing at key `first`'s rows; the last panel is padded with zero
+// keys when `last` reaches the capacity. A KvCache appends through it, any `first`.
 struct KvPacking {
-  std::size_t (*floats)(std::size_t kv_len, std::size_t head_dim) = nullptr;  // per head
-  void (*pack)(const float* k, const float* v, std::size_t kv_len, std::size_t head_dim,
-               std::size_t first, std::size_t last, float* packed) = nullptr;
+  std::size_t (*bytes)(std::size_t capacity, std::size_t head_dim) = nullptr;  // per head
+  void (*pack)(const float* k, const float* v, std::size_t capacity, std::size_t head_dim,
+               std::size_t first, std::size_t last, void* packed) = nullptr;
 };
 
 // The backward pass of one kernel, in one of two shapes.
@@ -257,8 +274,8 @@ struct Backward {
   KvPacking packing = {};  // the backward's own packed layout of K and V, if any
 };
 
-// Everything the driver calls for one registry entry. A K/V storage type (f16, bf16) is a further
-// KernelCode whose packing converts.
+// Everything the driver calls for one registry entry and K/V storage type (Kernel::codes): a
+// 16-bit type is a further KernelCode whose packing rounds and whose kernels read that type.
 struct KernelCode {
   Forward forward;
   KvPacking packing = {};  // none: the kernel reads K and V as they are
@@ -270,13 +287,17 @@ struct KernelCode {
 // read the same packed layout.
 struct SimdTable {
   Isa isa;
-  KernelCode naive;
-  KernelCode tiled;
+  KernelCode naive[kKvTypes];  // indexed by KvType
+  KernelCode tiled[kKvTypes];
   void (*exp)(const float* x, float* y, std::size_t n);  // the kernels' vector exp, for its tests
   // One score row in place: s = s * scale, then softmax over its `count` elements (max
   // subtracted, that exp); returns the row sum l (0 means a zero row) and, when `lse` is not
   // null, writes the row's log-sum-exp there. For naive/openblas.
   float (*softmax_row)(float* s, std::size_t count, float scale, float* lse);
+  // n stored float16 / bfloat16 values (n a multiple of the vector width) widened to float32 by
+  // the kernels' own vector load, for its tests.
+  void (*widen_f16)(const std::uint16_t* in, float* out, std::size_t n);
+  void (*widen_bf16)(const std::uint16_t* in, float* out, std::size_t n);
 };
 
 // The descriptors, one per kernel file.
@@ -292,16 +313,18 @@ extern const KernelCode naive_openblas;
 // Every SimdTable, widest ISA first: the order dispatch tries them in (registry.cpp).
 std::span<const SimdTable* const> simd_tables();
 
-// Bytes of the packed K and V copy a call with `kernel` (a registry entry with code) makes: 0 for
-// a kernel that reads them in place, otherwise every (batch, key/value head) padded to whole cache
-// lines, so every head's packed copy starts aligned.
-inline std::size_t packed_floats_per_head(const KvPacking& packing, const Shape& shape) {
-  if (packing.floats == nullptr) return 0;
-  constexpr std::size_t kLine = Workspace::kAlignment / sizeof(float);
-  return (packing.floats(shape.kv_len, shape.head_dim) + kLine - 1) / kLine * kLine;
+// Bytes of the packed K and V copy a call with `packing` makes of one (batch, key/value head),
+// padded to whole cache lines so that every head's copy starts aligned: 0 for a kernel that
+// reads K and V in place.
+inline std::size_t packed_bytes_per_head(const KvPacking& packing, std::size_t capacity,
+                                         std::size_t head_dim) {
+  if (packing.bytes == nullptr) return 0;
+  constexpr std::size_t kLine = Workspace::kAlignment;
+  return (packing.bytes(capacity, head_dim) + kLine - 1) / kLine * kLine;
 }
 inline std::size_t packed_bytes(const KvPacking& packing, const Shape& shape) {
-  return shape.batch * shape.kv_heads * packed_floats_per_head(packing, shape) * sizeof(float);
+  return shape.batch * shape.kv_heads *
+         packed_bytes_per_head(packing, shape.kv_len, shape.head_dim);
 }
 
 }  // namespace attnbench::kernels

@@ -1,5 +1,6 @@
 // naive/simd: the materialised score matrix with the same micro-kernels as tiled/simd, written
-// once over the xsimd architecture and instantiated per ISA by naive_simd_<isa>.cpp.
+// once over the xsimd architecture and the K/V storage type T, and instantiated per ISA by
+// simd_<isa>.cpp.
 //   pass 1, score:     S = Q K^T for every row and key (blocked so a key block stays in L2)
 //   pass 2, normalise: per row, in place: S *= scale with the max in the same sweep, then
 //                      P = exp(S - m) with the sum l in the second sweep
@@ -14,7 +15,7 @@
 namespace attnbench::kernels {
 namespace {
 
-template <class Arch>
+template <class Arch, class T>
 struct NaiveSimd : Simd<Arch> {
   using S = Simd<Arch>;
   using S::Br;
@@ -25,8 +26,8 @@ struct NaiveSimd : Simd<Arch> {
     const std::size_t dp = S::padded_dim(d);
     const std::size_t Bc = S::key_block(dp);
     const std::size_t stride = S::padded_keys(head.kv_len);  // whole NR-wide tiles fit a row
-    const float* kt = head.kv_packed;
-    const float* v = S::packed_v(head.kv_packed, head.kv_len, d);
+    const T* kt = static_cast<const T*>(head.kv_packed);
+    const T* v = S::packed_v(kt, head.kv_capacity, d);
     const std::size_t row_count = rows.end - rows.begin;
     float* scores = ws.take<float>(row_count * stride);
     float* l = ws.take<float>(row_count);
@@ -38,7 +39,7 @@ struct NaiveSimd : Simd<Arch> {
       for (std::size_t i0 = rows.begin; i0 < rows.end; i0 += Br) {
         const std::size_t br = min_of(Br, rows.end - i0);
         begin_block(br);
-        const std::size_t last_key = head.visible_keys(i0 + br - 1);
+        const std::size_t last_key = head.widest_visible(i0, br);
         for (std::size_t j0 = 0; j0 < last_key; j0 += Bc) {
           const std::size_t bc = min_of(Bc, last_key - j0);
           for (std::size_t g = 0; g < br; g += MR) {

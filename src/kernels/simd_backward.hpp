@@ -36,8 +36,8 @@ struct SimdBackward : Simd<Arch> {
   // NOTE: the packed head is K^T in panels of NR keys ([head_dim][NR] each, keys past kv_len
   // zero), then V^T in the same panels (for dP = dO V^T), then K in rows padded to a multiple of
   // W columns (for dQ = dS K).
-  static std::size_t packed_floats(std::size_t kv_len, std::size_t d) {
-    return 2 * S::padded_keys(kv_len) * d + kv_len * S::padded_dim(d);
+  static std::size_t packed_bytes(std::size_t kv_len, std::size_t d) {
+    return (2 * S::padded_keys(kv_len) * d + kv_len * S::padded_dim(d)) * sizeof(float);
   }
   static const float* vt_panels(const float* packed, std::size_t kv_len, std::size_t d) {
     return packed + S::padded_keys(kv_len) * d;
@@ -46,23 +46,25 @@ struct SimdBackward : Simd<Arch> {
     return packed + 2 * S::padded_keys(kv_len) * d;
   }
 
+  // Keys [first, last) (first a multiple of NR), k and v at key `first`'s rows.
   static void pack(const float* k, const float* v, std::size_t kv_len, std::size_t d,
-                   std::size_t first, std::size_t last, float* packed) {
+                   std::size_t first, std::size_t last, void* out) {
+    float* packed = static_cast<float*>(out);
     const std::size_t panels_end = last == kv_len ? S::padded_keys(kv_len) : last;
     float* vt = packed + S::padded_keys(kv_len) * d;
     for (std::size_t j0 = first; j0 < panels_end; j0 += NR) {
       for (std::size_t c = 0; c < d; ++c) {
         for (std::size_t j = 0; j < NR; ++j) {
           const bool key = j0 + j < kv_len;
-          packed[j0 * d + c * NR + j] = key ? k[(j0 + j) * d + c] : 0.0f;
-          vt[j0 * d + c * NR + j] = key ? v[(j0 + j) * d + c] : 0.0f;
+          packed[j0 * d + c * NR + j] = key ? k[(j0 + j - first) * d + c] : 0.0f;
+          vt[j0 * d + c * NR + j] = key ? v[(j0 + j - first) * d + c] : 0.0f;
         }
       }
     }
     const std::size_t dp = S::padded_dim(d);
     float* rows = packed + 2 * S::padded_keys(kv_len) * d;
     for (std::size_t j = first; j < last; ++j) {
-      for (std::size_t c = 0; c < dp; ++c) rows[j * dp + c] = c < d ? k[j * d + c] : 0.0f;
+      for (std::size_t c = 0; c < dp; ++c) rows[j * dp + c] = c < d ? k[(j - first) * d + c] : 0.0f;
     }
   }
 

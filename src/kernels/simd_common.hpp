@@ -7,6 +7,7 @@
 // same reason these helpers use no inline std:: algorithms.
 #pragma once
 
+#include <immintrin.h>
 #include <xsimd/xsimd.hpp>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <limits>
 
 #include "kernels/common.hpp"
+#include "kernels/storage.hpp"
 
 namespace attnbench::kernels {
 namespace {
@@ -59,38 +61,85 @@ struct Simd {
   // ---------------------------------------------------------------------------------------------
   // Packing, once per (batch, key/value head)
   // ---------------------------------------------------------------------------------------------
-  // NOTE: the packed head is K^T in panels of NR keys, each panel [head_dim][NR] (keys past kv_len
-  // are zero), followed by V with rows padded to a multiple of W columns (padding zero). The score
-  // micro-kernel then streams one aligned NR-wide row of a panel per step of the dot product, and
-  // the blend micro-kernel reads whole aligned vectors of V with no column tail.
+  // NOTE: the packed head is K^T in panels of NR keys, each panel [head_dim][NR] (keys past the
+  // capacity are zero), followed by V with rows padded to a multiple of W columns (padding zero),
+  // both in the storage type T (float, Half or BFloat16). The score micro-kernel then streams one
+  // NR-wide row of a panel per step of the dot product, and the blend micro-kernel reads whole
+  // vectors of V with no column tail; load_kv widens a 16-bit vector as it loads it.
   static std::size_t padded_keys(std::size_t kv_len) { return round_up(kv_len, NR); }
   static std::size_t padded_dim(std::size_t d) { return round_up(d, W); }
-  static std::size_t packed_floats(std::size_t kv_len, std::size_t d) {
-    return padded_keys(kv_len) * d + kv_len * padded_dim(d);
+  template <class T>
+  static std::size_t packed_bytes(std::size_t capacity, std::size_t d) {
+    return (padded_keys(capacity) * d + capacity * padded_dim(d)) * sizeof(T);
   }
-  static const float* packed_v(const float* packed, std::size_t kv_len, std::size_t d) {
-    return packed + padded_keys(kv_len) * d;
+  template <class T>
+  static const T* packed_v(const T* packed, std::size_t capacity, std::size_t d) {
+    return packed + padded_keys(capacity) * d;
   }
 
-  // Packs keys [first, last) of the head (first a multiple of NR): their K^T panels (the last
-  // panel of the head padded with zero keys) and their V rows. Disjoint key ranges write disjoint
-  // parts of `packed`, so ranges can be packed in parallel.
-  static void pack(const float* k, const float* v, std::size_t kv_len, std::size_t d,
-                   std::size_t first, std::size_t last, float* packed) {
-    const std::size_t panels_end = last == kv_len ? padded_keys(kv_len) : last;
-    for (std::size_t j0 = first; j0 < panels_end; j0 += NR) {
-      float* panel = packed + j0 * d;
+  // Packs keys [first, last) of a head laid out for `capacity` keys (k and v at key `first`'s
+  // rows), rounding to T: their columns of the K^T panels (the last panel padded with zero keys
+  // once `last` reaches the capacity) and their V rows. Disjoint key ranges write disjoint parts
+  // of `packed`, so ranges can be packed in parallel, and a KvCache appends one token at a time.
+  template <class T>
+  static void pack(const float* k, const float* v, std::size_t capacity, std::size_t d,
+                   std::size_t first, std::size_t last, void* out) {
+    T* packed = static_cast<T*>(out);
+    const std::size_t panels_end = last == capacity ? padded_keys(capacity) : last;
+    for (std::size_t j0 = first / NR * NR; j0 < panels_end; j0 += NR) {
+      T* panel = packed + j0 * d;
+      const std::size_t from = j0 > first ? j0 : first;
+      const std::size_t to = min_of(j0 + NR, panels_end);
       for (std::size_t c = 0; c < d; ++c) {
-        for (std::size_t j = 0; j < NR; ++j) {
-          panel[c * NR + j] = j0 + j < kv_len ? k[(j0 + j) * d + c] : 0.0f;
+        for (std::size_t j = from; j < to; ++j) {
+          panel[c * NR + (j - j0)] = j < last ? stored<T>(k[(j - first) * d + c]) : T{};
         }
       }
     }
     const std::size_t dp = padded_dim(d);
-    float* pv = packed + padded_keys(kv_len) * d;
+    T* pv = packed + padded_keys(capacity) * d;
     for (std::size_t j = first; j < last; ++j) {
-      for (std::size_t c = 0; c < dp; ++c) pv[j * dp + c] = c < d ? v[j * d + c] : 0.0f;
+      for (std::size_t c = 0; c < dp; ++c) {
+        pv[j * dp + c] = c < d ? stored<T>(v[(j - first) * d + c]) : T{};
+      }
     }
+  }
+
+  // One vector of W stored values, widened to float32: an aligned load for float; for the 16-bit
+  // types (vectors only half-vector aligned) vcvtph2ps (F16C on AVX2, its AVX-512 form) or a
+  // zero extension and a 16-bit shift for bfloat16. SSE4.2 has no F16C: its halves go through
+  // the scalar conversion.
+  static batch load_kv(const float* p) { return batch::load_aligned(p); }
+  static batch load_kv(const Half* p) {
+    if constexpr (W == 16) {
+      return batch(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+    } else if constexpr (W == 8) {
+      return batch(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    } else {
+      alignas(64) float lanes[W];
+      for (std::size_t i = 0; i < W; ++i) lanes[i] = value_of(p[i]);
+      return batch::load_aligned(lanes);
+    }
+  }
+  static batch load_kv(const BFloat16* p) {
+    if constexpr (W == 16) {
+      const __m512i wide =
+          _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+      return batch(_mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)));
+    } else if constexpr (W == 8) {
+      const __m256i wide =
+          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+      return batch(_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
+    } else {
+      const __m128i wide = _mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+      return batch(_mm_castsi128_ps(_mm_slli_epi32(wide, 16)));
+    }
+  }
+  // n stored values widened through load_kv (n a multiple of W): how tests reach it.
+  template <class T>
+  static void widen_array(const std::uint16_t* in, float* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; i += W)
+      load_kv(reinterpret_cast<const T*>(in + i)).store_unaligned(out + i);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -99,15 +148,15 @@ struct Simd {
 
   // S[r][0..NR) = q_r . K^T for R query rows against one packed panel of NR keys (raw dot
   // products; the scale is applied by the softmax pass).
-  template <std::size_t R>
-  static void score_tile(const float* q, std::size_t d, const float* panel, float* s,
+  template <std::size_t R, class T>
+  static void score_tile(const float* q, std::size_t d, const T* panel, float* s,
                          std::size_t s_stride) {
     batch acc[R][2];
 #pragma GCC unroll 6
     for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = batch(0.0f);
     for (std::size_t c = 0; c < d; ++c) {
-      const batch k0 = batch::load_aligned(panel + c * NR);
-      const batch k1 = batch::load_aligned(panel + c * NR + W);
+      const batch k0 = load_kv(panel + c * NR);
+      const batch k1 = load_kv(panel + c * NR + W);
 #pragma GCC unroll 6
       for (std::size_t r = 0; r < R; ++r) {
         const batch a(q[r * d + c]);
@@ -126,8 +175,8 @@ struct Simd {
   // output columns (the O tile lives in registers for the whole key loop). `alpha` null: no
   // rescale. P[r][j] is p[r * p_stride + j * p_step]: p_step 1 for P itself, p_stride 1 for a P
   // stored transposed (the backward's P^T dO and dS^T Q read P and dS that way).
-  template <std::size_t R, std::size_t NV>
-  static void blend_tile(const float* p, std::size_t p_stride, const float* v, std::size_t v_stride,
+  template <std::size_t R, std::size_t NV, class T>
+  static void blend_tile(const float* p, std::size_t p_stride, const T* v, std::size_t v_stride,
                          std::size_t keys, const float* alpha, float* o, std::size_t o_stride,
                          std::size_t p_step = 1) {
     batch acc[R][NV];
@@ -142,7 +191,7 @@ struct Simd {
     for (std::size_t j = 0; j < keys; ++j) {
       batch vj[NV];
 #pragma GCC unroll 2
-      for (std::size_t x = 0; x < NV; ++x) vj[x] = batch::load_aligned(v + j * v_stride + x * W);
+      for (std::size_t x = 0; x < NV; ++x) vj[x] = load_kv(v + j * v_stride + x * W);
 #pragma GCC unroll 6
       for (std::size_t r = 0; r < R; ++r) {
         const batch a(p[r * p_stride + j * p_step]);
@@ -159,8 +208,9 @@ struct Simd {
   }
 
   // score_tile for 1..MR rows, the count known only at run time (edge tiles).
-  static void score_rows(std::size_t rows, const float* q, std::size_t d, const float* panel,
-                         float* s, std::size_t s_stride) {
+  template <class T>
+  static void score_rows(std::size_t rows, const float* q, std::size_t d, const T* panel, float* s,
+                         std::size_t s_stride) {
     switch (rows) {
       case 6: return score_tile<6>(q, d, panel, s, s_stride);
       case 5: return score_tile<5>(q, d, panel, s, s_stride);
@@ -171,8 +221,8 @@ struct Simd {
     }
   }
 
-  template <std::size_t R>
-  static void blend_columns(const float* p, std::size_t p_stride, const float* v, std::size_t dp,
+  template <std::size_t R, class T>
+  static void blend_columns(const float* p, std::size_t p_stride, const T* v, std::size_t dp,
                             std::size_t keys, const float* alpha, float* o, std::size_t p_step) {
     std::size_t c = 0;
     for (; c + NR <= dp; c += NR)
@@ -182,7 +232,8 @@ struct Simd {
   }
 
   // O[rows][0..dp) (+)= P V over every padded column, for 1..MR rows.
-  static void blend_rows(std::size_t rows, const float* p, std::size_t p_stride, const float* v,
+  template <class T>
+  static void blend_rows(std::size_t rows, const float* p, std::size_t p_stride, const T* v,
                          std::size_t dp, std::size_t keys, const float* alpha, float* o,
                          std::size_t p_step = 1) {
     switch (rows) {
@@ -216,7 +267,8 @@ struct Simd {
   }
 
   // S[0..mr)[0..widest) = Q K^T for the group's rows against the block's packed panels.
-  static void score_group(const float* q, std::size_t mr, std::size_t d, const float* kt_block,
+  template <class T>
+  static void score_group(const float* q, std::size_t mr, std::size_t d, const T* kt_block,
                           std::size_t widest, float* s, std::size_t s_stride) {
     for (std::size_t p = 0; p < widest; p += NR)
       score_rows(mr, q, d, kt_block + p * d, s + p, s_stride);
@@ -225,8 +277,9 @@ struct Simd {
   // O = O * alpha + P V for the group: all rows over the keys they share, then each row's ragged
   // tail alone, so that no row ever multiplies a key it does not see (a masked key's V may hold
   // NaN, and 0 * NaN is NaN). Per row the FMAs run over keys in the same order either way.
+  template <class T>
   static void blend_group(std::size_t mr, const BlockKeys& keys, const float* p,
-                          std::size_t p_stride, const float* v_block, std::size_t dp,
+                          std::size_t p_stride, const T* v_block, std::size_t dp,
                           const float* alpha, float* o_acc) {
     if (keys.common > 0 || alpha != nullptr) {
       blend_rows(mr, p, p_stride, v_block, dp, keys.common, alpha, o_acc);

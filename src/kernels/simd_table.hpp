@@ -1,6 +1,7 @@
 // The SimdTable of one ISA: naive_simd.hpp, tiled_simd.hpp and their shared packing instantiated
-// for the xsimd architecture `Arch`. Included only by the simd_<isa>.cpp files, each compiled with
-// its ISA's flags; internal linkage keeps every ISA's copy of the code apart.
+// for the xsimd architecture `Arch` and each K/V storage type. Included only by the simd_<isa>.cpp
+// files, each compiled with its ISA's flags; internal linkage keeps every ISA's copy of the code
+// apart.
 #pragma once
 
 #include "kernels/naive_simd.hpp"
@@ -10,41 +11,58 @@
 namespace attnbench::kernels {
 namespace {
 
-template <class Arch>
+template <class Arch, class T>
 void naive_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
-  NaiveSimd<Arch>::compute(head, rows, ws);
+  NaiveSimd<Arch, T>::compute(head, rows, ws);
 }
 
-template <class Arch>
+template <class Arch, class T>
 void tiled_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
-  TiledSimd<Arch>::compute(head, rows, KeyRange{0, head.kv_len}, nullptr, ws);
+  TiledSimd<Arch, T>::compute(head, rows, KeyRange{0, head.kv_len}, nullptr, ws);
 }
 
-template <class Arch>
+template <class Arch, class T>
 void tiled_partial(const HeadProblem& head, RowRange rows, KeyRange keys, PartialRows out,
                    Workspace& ws) {
-  TiledSimd<Arch>::compute(head, rows, keys, &out, ws);
+  TiledSimd<Arch, T>::compute(head, rows, keys, &out, ws);
+}
+
+// One strategy's code for storage type T; the backward (float32 K/V only) with T = float.
+template <class Arch, class T>
+constexpr KernelCode naive_code() {
+  KernelCode code{.forward = {.rows = naive_rows<Arch, T>},
+                  .packing = {Simd<Arch>::template packed_bytes<T>, Simd<Arch>::template pack<T>}};
+  if constexpr (std::is_same_v<T, float>) {
+    code.backward = {.key_block = SimdBackward<Arch>::key_block,
+                     .rows = NaiveSimdBackward<Arch>::rows,
+                     .key_rows = NaiveSimdBackward<Arch>::key_rows,
+                     .packing = {SimdBackward<Arch>::packed_bytes, SimdBackward<Arch>::pack}};
+  }
+  return code;
+}
+
+template <class Arch, class T>
+constexpr KernelCode tiled_code() {
+  KernelCode code{.forward = {.rows = tiled_rows<Arch, T>, .partial = tiled_partial<Arch, T>},
+                  .packing = {Simd<Arch>::template packed_bytes<T>, Simd<Arch>::template pack<T>}};
+  if constexpr (std::is_same_v<T, float>) {
+    code.backward = {.key_block = SimdBackward<Arch>::key_block,
+                     .keys = TiledSimdBackward<Arch>::keys,
+                     .packing = {SimdBackward<Arch>::packed_bytes, SimdBackward<Arch>::pack}};
+  }
+  return code;
 }
 
 template <class Arch>
 constexpr SimdTable simd_table(Isa isa) {
-  const KvPacking packing{Simd<Arch>::packed_floats, Simd<Arch>::pack};
-  const KvPacking backward_packing{SimdBackward<Arch>::packed_floats, SimdBackward<Arch>::pack};
   return SimdTable{
       .isa = isa,
-      .naive = {.forward = {.rows = naive_rows<Arch>},
-                .packing = packing,
-                .backward = {.key_block = SimdBackward<Arch>::key_block,
-                             .rows = NaiveSimdBackward<Arch>::rows,
-                             .key_rows = NaiveSimdBackward<Arch>::key_rows,
-                             .packing = backward_packing}},
-      .tiled = {.forward = {.rows = tiled_rows<Arch>, .partial = tiled_partial<Arch>},
-                .packing = packing,
-                .backward = {.key_block = SimdBackward<Arch>::key_block,
-                             .keys = TiledSimdBackward<Arch>::keys,
-                             .packing = backward_packing}},
+      .naive = {naive_code<Arch, float>(), naive_code<Arch, Half>(), naive_code<Arch, BFloat16>()},
+      .tiled = {tiled_code<Arch, float>(), tiled_code<Arch, Half>(), tiled_code<Arch, BFloat16>()},
       .exp = Simd<Arch>::exp_array,
       .softmax_row = Simd<Arch>::softmax_row,
+      .widen_f16 = Simd<Arch>::template widen_array<Half>,
+      .widen_bf16 = Simd<Arch>::template widen_array<BFloat16>,
   };
 }
 

@@ -38,7 +38,7 @@ void tiled_loops(const HeadProblem& head, RowRange rows, KeyRange keys, const Pa
     }
     // The block's last row sees the most keys; key blocks past them lie wholly above the causal
     // diagonal and are skipped, not masked.
-    const std::size_t last_key = min_of(head.visible_keys(i0 + br - 1), keys.end);
+    const std::size_t last_key = min_of(head.widest_visible(i0, br), keys.end);
 
     for (std::size_t j0 = keys.begin; j0 < last_key; j0 += Bc) {
       const std::size_t bc = min_of(Bc, last_key - j0);  // edge tile: fewer keys

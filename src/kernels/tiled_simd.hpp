@@ -1,5 +1,6 @@
 // tiled/simd: FlashAttention's online softmax with register-blocked micro-kernels, written once
-// over the xsimd architecture and instantiated per ISA by tiled_simd_<isa>.cpp.
+// over the xsimd architecture and the K/V storage type T, and instantiated per ISA by
+// simd_<isa>.cpp.
 //
 // For a block of Br query rows, key blocks of Bc keys stream past; for each group of MR rows:
 //   S = Q K_block^T                      (score micro-kernel, MR x NR tiles)
@@ -15,7 +16,7 @@
 namespace attnbench::kernels {
 namespace {
 
-template <class Arch>
+template <class Arch, class T>
 struct TiledSimd : Simd<Arch> {
   using S = Simd<Arch>;
   using S::Br;
@@ -29,8 +30,8 @@ struct TiledSimd : Simd<Arch> {
     const std::size_t d = head.head_dim;
     const std::size_t dp = S::padded_dim(d);
     const std::size_t Bc = S::key_block(dp);
-    const float* kt = head.kv_packed;  // K^T panels
-    const float* v = S::packed_v(head.kv_packed, head.kv_len, d);
+    const T* kt = static_cast<const T*>(head.kv_packed);  // K^T panels
+    const T* v = S::packed_v(kt, head.kv_capacity, d);
     float* s_tile = ws.take<float>(MR * Bc);
     float* o_acc = ws.take<float>(Br * dp);
     float* m = ws.take<float>(Br);
@@ -45,7 +46,7 @@ struct TiledSimd : Simd<Arch> {
       }
       for (std::size_t x = 0; x < br * dp; ++x) o_acc[x] = 0.0f;
       // Key blocks past the last row's visible keys lie wholly above the causal diagonal: skipped.
-      const std::size_t last_key = min_of(head.visible_keys(i0 + br - 1), keys.end);
+      const std::size_t last_key = min_of(head.widest_visible(i0, br), keys.end);
 
       for (std::size_t j0 = keys.begin; j0 < last_key; j0 += Bc) {
         const std::size_t bc = min_of(Bc, last_key - j0);  // edge block: fewer keys

@@ -1,0 +1,99 @@
+// The K/V storage types (KvType) as the kernels see them, and their scalar conversions: the one
+// definition of rounding that the public float_to_f16 & co. (kv_types.cpp), every kernel's
+// packing and the tests agree with bit for bit. The SIMD kernels widen stored values to float32
+// in registers (simd_common.hpp's load_kv); the arithmetic is float32 throughout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "attnbench.hpp"
+
+namespace attnbench::kernels {
+
+// Internal linkage: included by scalar and per-ISA translation units alike (see common.hpp).
+namespace {
+
+// The stored element of each 16-bit type: its bits, as a type of its own so that a kernel
+// templated on the element cannot mix them up.
+enum class Half : std::uint16_t {};      // IEEE binary16: 1 sign, 5 exponent, 10 mantissa bits
+enum class BFloat16 : std::uint16_t {};  // the top half of a float32: 1, 8, 7
+
+inline std::uint32_t bits_of(float x) {
+  std::uint32_t u;
+  __builtin_memcpy(&u, &x, sizeof u);
+  return u;
+}
+inline float float_of(std::uint32_t u) {
+  float x;
+  __builtin_memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+// float32 -> binary16, round to nearest, ties to even, as F16C's vcvtps2ph with rounding mode 0:
+// NaN keeps its sign and top 10 payload bits and becomes quiet; |x| >= 65520 (halfway between the
+// largest half, 65504, and 65536) becomes an infinity; below 2^-14 the result is subnormal.
+inline std::uint16_t half_bits(float x) {
+  const std::uint32_t u = bits_of(x);
+  const std::uint32_t sign = (u >> 16) & 0x8000u;
+  const std::uint32_t a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u | ((a >> 13) & 0x3FFu));
+  if (a >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // inf, or overflow
+  if (a >= 0x38800000u) {  // a normal half: rebias the exponent (127 - 15), round off 13 bits
+    const std::uint32_t r = a - 0x38000000u;
+    return static_cast<std::uint16_t>(sign | ((r + 0xFFFu + ((r >> 13) & 1u)) >> 13));
+  }
+  const std::uint32_t e = a >> 23;
+  if (e < 102) return static_cast<std::uint16_t>(sign);  // |x| <= 2^-25: rounds to zero
+  // A subnormal half: the value in units of 2^-24 is mant x 2^(e - 126), a right shift by
+  // 126 - e (14 to 24 bits), rounded to nearest even.
+  const std::uint32_t mant = (a & 0x7FFFFFu) | 0x800000u;
+  const std::uint32_t shift = 126 - e;
+  std::uint32_t q = mant >> shift;
+  const std::uint32_t rest = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (q & 1u))) ++q;  // may carry into the smallest normal
+  return static_cast<std::uint16_t>(sign | q);
+}
+
+// binary16 -> float32, exact; a NaN comes back quiet (as vcvtph2ps gives it), its payload kept.
+inline float half_value(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+  if (e == 0x1F) return float_of(sign | 0x7F800000u | (m ? 0x400000u : 0u) | (m << 13));
+  if (e == 0) {  // zero or subnormal: m x 2^-24, exact in float32
+    const float magnitude = static_cast<float>(m) * 0x1p-24f;
+    return sign ? -magnitude : magnitude;
+  }
+  return float_of(sign | ((e + 112) << 23) | (m << 13));
+}
+
+// float32 -> bfloat16, round to nearest, ties to even on the low 16 bits; NaN stays NaN (quiet);
+// a finite value that rounds past the largest bfloat16 (about 3.39e38) becomes an infinity.
+inline std::uint16_t bfloat16_bits(float x) {
+  const std::uint32_t u = bits_of(x);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
+  return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+// bfloat16 -> float32: the bits shifted into the top half, exact.
+inline float bfloat16_value(std::uint16_t b) {
+  return float_of(static_cast<std::uint32_t>(b) << 16);
+}
+
+// x as stored in T.
+inline float store_as(float x, const float*) { return x; }
+inline Half store_as(float x, const Half*) { return Half{half_bits(x)}; }
+inline BFloat16 store_as(float x, const BFloat16*) { return BFloat16{bfloat16_bits(x)}; }
+template <class T>
+T stored(float x) {
+  return store_as(x, static_cast<const T*>(nullptr));
+}
+
+// A stored value read back as float32.
+inline float value_of(float x) { return x; }
+inline float value_of(Half h) { return half_value(static_cast<std::uint16_t>(h)); }
+inline float value_of(BFloat16 b) { return bfloat16_value(static_cast<std::uint16_t>(b)); }
+
+}  // namespace
+
+}  // namespace attnbench::kernels

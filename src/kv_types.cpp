@@ -1,0 +1,44 @@
+// The K/V storage types' names and scalar conversions (attnbench.hpp), all from
+// kernels/storage.hpp, the one definition of the rounding.
+#include <cmath>
+
+#include "attnbench.hpp"
+#include "kernels/storage.hpp"
+
+namespace attnbench {
+
+std::string_view to_string(KvType type) {
+  switch (type) {
+    case KvType::f32: return "f32";
+    case KvType::f16: return "f16";
+    case KvType::bf16: return "bf16";
+  }
+  return "?";
+}
+
+std::optional<KvType> kv_type_from_string(std::string_view name) {
+  for (KvType type : {KvType::f32, KvType::f16, KvType::bf16}) {
+    if (name == to_string(type)) return type;
+  }
+  return std::nullopt;
+}
+
+std::uint16_t float_to_f16(float x) { return kernels::half_bits(x); }
+float f16_to_float(std::uint16_t h) { return kernels::half_value(h); }
+std::uint16_t float_to_bf16(float x) { return kernels::bfloat16_bits(x); }
+float bf16_to_float(std::uint16_t b) { return kernels::bfloat16_value(b); }
+
+float round_to(KvType type, float x) {
+  switch (type) {
+    case KvType::f32: return x;
+    case KvType::f16: return f16_to_float(float_to_f16(x));
+    case KvType::bf16: return bf16_to_float(float_to_bf16(x));
+  }
+  return x;
+}
+
+bool rounds_to_infinity(KvType type, float x) {
+  return std::isfinite(x) && std::isinf(round_to(type, x));
+}
+
+}  // namespace attnbench
