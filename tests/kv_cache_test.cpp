@@ -1,0 +1,245 @@
+// K and V stored as float16 and bfloat16, per call (Options::kv_type) and in a persistent
+// KvCache: every kernel that stores a type against the float64 oracle evaluated on the same
+// rounded K and V (the fp32 error bound then applies unchanged), over the shapes that break
+// tiling and the decode path; a cache filled token by token gives, bit for bit, what one call's
+// own packing gives; decoding's folded query heads give what separate heads give; and every bad
+// input is an Error naming its field, with the cache unchanged.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "kernels/kernel_interface.hpp"
+#include "oracle_support.hpp"
+#include "registry_params.hpp"
+
+namespace attnbench::testing {
+namespace {
+
+// p with K and V rounded to `type`: what a kernel storing that type computes with.
+Problem rounded(const Problem& p, KvType type) {
+  Problem r = p;
+  for (auto* t : {&r.k, &r.v}) {
+    for (float& x : *t) x = round_to(type, x);
+  }
+  return r;
+}
+
+// The kernels that store 16-bit types and run here, by name.
+std::vector<std::string> storing_kernels() {
+  std::vector<std::string> names;
+  for (const Kernel& k : registry()) {
+    if (!k.dispatches && k.available() && k.stores(KvType::f16)) names.emplace_back(k.name);
+  }
+  return names;
+}
+
+struct TypedCase {
+  std::string kernel;
+  KvType type;
+  Shape shape;
+  bool causal;
+  bool outliers;
+};
+std::string case_name(const TypedCase& c) {
+  return test_name(c.kernel) + "_" + std::string(to_string(c.type)) + "__" + shape_name(c.shape) +
+         (c.causal ? "_causal" : "") + (c.outliers ? "_outliers" : "");
+}
+void PrintTo(const TypedCase& c, std::ostream* out) { *out << case_name(c); }
+
+std::vector<TypedCase> typed_cases() {
+  const Shape shapes[] = {{1, 1, 1, 1, 1, 31},    {1, 1, 1, 17, 65, 31},     {1, 1, 1, 127, 200, 3},
+                          {1, 1, 1, 65, 127, 64}, {1, 1, 1, 200, 1000, 128}, {2, 6, 2, 17, 65, 65},
+                          {1, 1, 1, 1, 5000, 64}, {1, 8, 2, 4, 4100, 128},   {2, 4, 2, 7, 6000, 16},
+                          {1, 1, 1, 64, 64, 256}};
+  std::vector<TypedCase> cases;
+  for (const std::string& kernel : storing_kernels()) {
+    for (KvType type : {KvType::f16, KvType::bf16}) {
+      for (const Shape& s : shapes) {
+        for (bool causal : {false, true}) cases.push_back({kernel, type, s, causal, false});
+      }
+      cases.push_back({kernel, type, {1, 1, 1, 17, 1000, 64}, false, true});
+      cases.push_back({kernel, type, {1, 1, 1, 1, 4100, 8}, true, true});
+    }
+  }
+  std::set<std::string> seen;
+  std::erase_if(cases, [&](const TypedCase& c) { return !seen.insert(case_name(c)).second; });
+  return cases;
+}
+
+class StoredTypes : public ::testing::TestWithParam<TypedCase> {};
+
+TEST_P(StoredTypes, MatchTheOracleOnTheRoundedValues) {
+  const TypedCase& c = GetParam();
+  Problem p = random_problem(c.shape, c.causal, 11);
+  if (c.outliers) add_outliers(p);
+  p.options.kv_type = c.type;
+  Workspace ws;
+  const std::vector<float> out = run(*find_kernel(c.kernel), p, ws);
+  const Problem r = rounded(p, c.type);
+  EXPECT_LE(check_against_oracle(r, out, oracle(r)), 1.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, StoredTypes, ::testing::ValuesIn(typed_cases()),
+                         [](const auto& info) { return case_name(info.param); });
+
+// The packed copy a 16-bit type makes is half the float32 one (the padding aside).
+TEST(StoredTypes, PackedCopyIsHalfTheBytes) {
+  for (const std::string& name : storing_kernels()) {
+    const Kernel& k = *find_kernel(name);
+    const Shape shape{1, 1, 1, 64, 4096, 128};
+    const std::size_t f32 = kernels::packed_bytes(k.code(KvType::f32)->packing, shape);
+    EXPECT_EQ(kernels::packed_bytes(k.code(KvType::f16)->packing, shape) * 2, f32) << name;
+    EXPECT_EQ(kernels::packed_bytes(k.code(KvType::bf16)->packing, shape) * 2, f32) << name;
+  }
+}
+
+// Q, K and V for `tokens` tokens of a cache's heads, and one decode step's query rows.
+struct Layer {
+  Shape shape;  // kv_len: the tokens
+  Problem p;
+  Layer(std::size_t q_heads, std::size_t kv_heads, std::size_t q_len, std::size_t tokens,
+        std::size_t d, std::uint32_t seed)
+      : shape{1, q_heads, kv_heads, q_len, tokens, d}, p(random_problem(shape, true, seed)) {}
+};
+
+// Appending one token at a time, or a block, then attending to the cache: bit for bit what the
+// same call computes with its own packing of the same K and V.
+TEST(KvCache, AppendsGiveWhatOneCallsPackingGives) {
+  for (const std::string& name : storing_kernels()) {
+    for (KvType type : {KvType::f32, KvType::f16, KvType::bf16}) {
+      for (std::size_t q_len : {1, 4, 37}) {
+        SCOPED_TRACE(name + " " + std::string(to_string(type)) + " q_len " + std::to_string(q_len));
+        const Layer layer(8, 2, q_len, 4100, 40, 3);
+        Problem p = layer.p;
+        p.options.kv_type = type;
+        Workspace ws;
+        const std::vector<float> want = run(*find_kernel(name), p, ws);
+
+        const Kernel& kernel = *find_kernel(name);
+        KvCache by_token(kernel, 1, 2, 40, 5000, type), by_block(kernel, 1, 2, 40, 4100, type);
+        const std::size_t d = 40, tokens = 4100;
+        std::vector<float> k1(2 * d), v1(2 * d);
+        for (std::size_t t = 0; t < tokens; ++t) {
+          for (std::size_t h = 0; h < 2; ++h) {
+            std::copy_n(p.k.begin() + (h * tokens + t) * d, d, k1.begin() + h * d);
+            std::copy_n(p.v.begin() + (h * tokens + t) * d, d, v1.begin() + h * d);
+          }
+          by_token.append(k1.data(), v1.data(), 1);
+        }
+        by_block.append(p.k.data(), p.v.data(), tokens, 2);
+        ASSERT_EQ(by_token.length(), tokens);
+        EXPECT_EQ(by_block.kv_bytes(), 2 * tokens * d * 2 * kv_type_bytes(type));
+        for (const KvCache* cache : {&by_token, &by_block}) {
+          std::vector<float> o(p.q.size(), -1.0f);
+          Tensors t{.q = p.q.data(), .o = o.data(), .kv_cache = cache};
+          Options options{.causal = true, .threads = 2};
+          attention(kernel, p.shape, options, t, ws);
+          EXPECT_EQ(o, want);
+        }
+      }
+    }
+  }
+}
+
+// Decoding folds the query heads of a key/value head into one problem: each row's result is the
+// one it has as a head of its own (a call per query head, multi-head with one head).
+TEST(KvCache, FoldedQueryHeadsGiveWhatSeparateHeadsGive) {
+  for (const std::string& name : storing_kernels()) {
+    const Kernel& kernel = *find_kernel(name);
+    for (std::size_t q_len : {1, 3}) {
+      const Layer layer(4, 1, q_len, 4500, 64, 5);
+      Workspace ws;
+      const std::vector<float> grouped = run(kernel, layer.p, ws);
+      for (std::size_t h = 0; h < 4; ++h) {
+        Problem one(Shape{1, 1, 1, q_len, 4500, 64}, layer.p.options);
+        one.k = layer.p.k;
+        one.v = layer.p.v;
+        std::copy_n(layer.p.q.begin() + h * q_len * 64, q_len * 64, one.q.begin());
+        const std::vector<float> alone = run(kernel, one, ws);
+        EXPECT_TRUE(std::equal(alone.begin(), alone.end(), grouped.begin() + h * q_len * 64))
+            << name << " head " << h << " q_len " << q_len;
+      }
+    }
+  }
+}
+
+// The message names the field; what the cache holds is unchanged.
+template <class Call>
+void expect_error(Call&& call, const std::string& field) {
+  try {
+    call();
+    ADD_FAILURE() << "no Error for " << field;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), field) << e.what();
+  }
+}
+
+TEST(KvCache, BadInputIsAnErrorAndChangesNothing) {
+  const Kernel& kernel = *find_kernel("tiled/simd");
+  KvCache cache(kernel, 1, 2, 8, 10, KvType::f16);
+  std::vector<float> k(2 * 8 * 4, 0.5f), v(2 * 8 * 4, 0.25f);
+  cache.append(k.data(), v.data(), 4);
+  std::vector<float> big = k;
+  big[2 * 8 + 3] = 70000.0f;  // float16 would make it inf
+  expect_error([&] { cache.append(big.data(), v.data(), 4); }, "k");
+  expect_error([&] { cache.append(k.data(), nullptr, 4); }, "v");
+  expect_error([&] { cache.append(k.data(), v.data(), 7); }, "tokens");  // 4 + 7 > 10
+  EXPECT_EQ(cache.length(), 4u);
+  try {
+    cache.append(big.data(), v.data(), 4);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[19] 70000"), std::string::npos) << e.what();
+  }
+  KvCache bf(kernel, 1, 2, 8, 10, KvType::bf16);
+  bf.append(big.data(), v.data(), 4);  // bfloat16 holds 70000 (as 69632)
+
+  // Calls on the cache: its shape, no K/V pointers, a layout the kernel reads.
+  std::vector<float> q(4 * 1 * 8, 1.0f), o(q.size());
+  const Shape shape{1, 4, 2, 1, 4, 8};
+  Tensors t{.q = q.data(), .o = o.data(), .kv_cache = &cache};
+  Workspace ws;
+  attention(kernel, shape, {}, t, ws);
+  const std::vector<float> before = o;
+  for (auto [field, bad] : {std::pair{"shape.kv_heads", Shape{1, 4, 4, 1, 4, 8}},
+                            {"shape.head_dim", Shape{1, 4, 2, 1, 4, 16}},
+                            {"shape.batch", Shape{2, 4, 2, 1, 4, 8}},
+                            {"shape.kv_len", Shape{1, 4, 2, 1, 5, 8}}}) {
+    expect_error([&] { attention(kernel, bad, {}, t, ws); }, field);
+  }
+  expect_error([&] { attention(kernel, shape, {.kv_type = KvType::bf16}, t, ws); },
+               "options.kv_type");
+  Tensors with_k = t;
+  with_k.k = k.data();
+  expect_error([&] { attention(kernel, shape, {}, with_k, ws); }, "tensors.k");
+  expect_error([&] { attention(*find_kernel("tiled/scalar"), shape, {}, t, ws); },
+               "tensors.kv_cache");
+  for (const Kernel& other : registry()) {  // another ISA's layout
+    if (!other.dispatches && other.available() && other.stores(KvType::f16) &&
+        other.isa != resolve(kernel).isa) {
+      expect_error([&] { attention(other, shape, {}, t, ws); }, "tensors.kv_cache");
+    }
+  }
+  attention(*find_kernel("naive/simd"), shape, {}, t, ws);  // the same layout: reads it
+  attention(kernel, shape, {}, t, ws);
+  EXPECT_EQ(o, before);
+
+  // Making a cache: a kernel without a packed layout, a type it does not store, zero sizes.
+  expect_error([&] { KvCache(*find_kernel("tiled/scalar"), 1, 1, 8, 8, KvType::f32); }, "kernel");
+  expect_error([&] { KvCache(*find_kernel("tiled/autovec"), 1, 1, 8, 8, KvType::f16); }, "type");
+  expect_error([&] { KvCache(kernel, 1, 1, 8, 0, KvType::f16); }, "capacity");
+  expect_error([&] { KvCache(kernel, 1, 0, 8, 8, KvType::f16); }, "kv_heads");
+}
+
+TEST(StoredTypes, BadOptionsAreErrors) {
+  Problem p = random_problem({1, 1, 1, 4, 8, 8}, false, 1);
+  Workspace ws;
+  p.options.kv_type = KvType::f16;
+  expect_error([&] { run(*find_kernel("tiled/scalar"), p, ws); }, "options.kv_type");
+  p.v[13] = -1e6f;
+  expect_error([&] { run(*find_kernel("tiled/simd"), p, ws); }, "tensors.v");
+  p.options.kv_type = KvType::bf16;
+  run(*find_kernel("tiled/simd"), p, ws);  // bfloat16 holds it
+}
+
+}  // namespace
+}  // namespace attnbench::testing
