@@ -1,7 +1,10 @@
 // attnbench_bench: the benchmark matrix, Google Benchmark over every registry kernel x sequence
 // length x head dim x threads x causal, next to the machine's measured ceilings.
 //
-//   attnbench_bench [--preset=quick|full] [google benchmark flags, e.g. --benchmark_filter=tiled]
+//   attnbench_bench [--preset=quick|full] [--contenders | --decode] [google benchmark flags]
+//
+// --contenders runs the contenders' window instead (contenders_window.hpp), --decode the decode
+// window (decode_window.hpp).
 //
 // Names read `<kernel>/n:<n>/d:<d>/threads:<t>/causal:<0|1>` (q_len = kv_len = n, one head) for
 // the forward pass; a backward point appends `/pass:backward` (attention_backward alone, on the
@@ -44,6 +47,7 @@
 #include "ceilings.hpp"
 #include "contender.hpp"
 #include "contenders_window.hpp"
+#include "decode_window.hpp"
 #include "kernels/kernel_interface.hpp"
 #include "oracle_check.hpp"
 #include "progress_reporter.hpp"
@@ -170,6 +174,7 @@ double bytes_moved(const Point& p) {
 
 // Measured fp32 FMA peak in FLOP/s per thread count, filled before any benchmark runs.
 std::map<std::size_t, double> g_peak_flops;
+std::map<std::size_t, double> g_triad_gbs;  // GB/s per thread count, for the decode window
 
 // The process's resident-set high-water mark (VmHWM), and its reset (Linux clear_refs 5).
 std::size_t rss_high_water() {
@@ -395,6 +400,7 @@ void add_context(const std::string& preset, std::size_t all_threads, const std::
     const auto peak = attnbench::bench::measure_fma_peak(t);
     const double triad = attnbench::bench::measure_triad_bandwidth(t);
     g_peak_flops[t] = peak.gflops * 1e9;
+    g_triad_gbs[t] = triad;
     const std::string suffix = "_threads_" + std::to_string(t);
     AddCustomContext("fma_peak_gflops" + suffix, std::to_string(peak.gflops));
     AddCustomContext("fma_peak_isa" + suffix, peak.isa);
@@ -531,13 +537,15 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
 
 int main(int argc, char** argv) {
   std::string preset_name = "quick";
-  bool contenders_window = false;
+  bool contenders_window = false, decode_window = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     if (std::strncmp(argv[i], "--preset=", 9) == 0) {
       preset_name = argv[i] + 9;
     } else if (std::strcmp(argv[i], "--contenders") == 0) {
       contenders_window = true;
+    } else if (std::strcmp(argv[i], "--decode") == 0) {
+      decode_window = true;
     } else {
       args.push_back(argv[i]);
     }
@@ -550,10 +558,16 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&count, args.data());
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 2;
   const std::size_t all_threads = static_cast<std::size_t>(tbb::info::default_concurrency());
-  add_context(preset_name, all_threads, contenders_window ? "contenders" : "matrix");
+  add_context(preset_name, all_threads,
+              contenders_window ? "contenders"
+              : decode_window   ? "decode"
+                                : "matrix");
 
   if (contenders_window) {
     register_contenders(preset_name, all_threads, g_peak_flops, g_predicted);
+  } else if (decode_window) {
+    attnbench::bench::register_decode(preset_name, all_threads, g_triad_gbs, g_peak_flops,
+                                      g_predicted);
   } else {
     register_matrix(preset, preset_name, all_threads);
   }

@@ -338,6 +338,9 @@ class KvCache {
   // Error, with the cache unchanged, for a null k or v, more tokens than the capacity has left,
   // or a finite value the type would turn into an infinity.
   void append(const float* k, const float* v, std::size_t tokens, std::size_t threads = 1);
+  // Keeps the first `length` tokens and forgets the rest (a rejected speculative step rolled
+  // back, or a benchmark's decode loop restarted); Error if the cache holds fewer.
+  void truncate(std::size_t length);
   // Forgets every token (capacity and storage kept).
   void clear() { length_ = 0; }
 

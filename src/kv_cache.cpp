@@ -78,6 +78,14 @@ const void* KvCache::head_storage(std::size_t index) const {
   return storage_->data + index * head_bytes_;
 }
 
+void KvCache::truncate(std::size_t length) {
+  if (length > length_) {
+    throw Error("length", std::to_string(length),
+                "the cache holds only " + std::to_string(length_) + " tokens");
+  }
+  length_ = length;  // the keys past it are overwritten by the next append, never read before
+}
+
 void KvCache::append(const float* k, const float* v, std::size_t tokens, std::size_t threads) {
   if (tokens == 0) return;
   if (tokens > capacity_ - length_) {
@@ -100,7 +108,9 @@ void KvCache::append(const float* k, const float* v, std::size_t tokens, std::si
   // Ranges split at multiples of kPackKeys (whole panels), so threads write disjoint panels.
   const std::size_t first_range = first / kernels::kPackKeys;
   const std::size_t ranges = (last - 1) / kernels::kPackKeys + 1 - first_range;
-  driver::TaskRunner tasks(worker_threads(Options{.threads = threads}), storage_->ws);
+  Options options;
+  options.threads = threads;
+  driver::TaskRunner tasks(worker_threads(options), storage_->ws);
   tasks.run(heads() * ranges, [&](std::size_t t, Workspace&) {
     const std::size_t head = t / ranges, range = first_range + t % ranges;
     const std::size_t from = std::max(first, range * kernels::kPackKeys);

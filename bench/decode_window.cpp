@@ -1,0 +1,292 @@
+// attnbench_bench --decode: decoding against a persistent KvCache in each storage type, the
+// decode loop, and prefill (decode_window.hpp says what each family measures).
+#include "decode_window.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnbench.hpp"
+#include "bench_inputs.hpp"
+
+namespace attnbench::bench {
+namespace {
+
+constexpr std::size_t kHeadDim = 128;
+
+struct Layout {
+  const char* name;
+  std::size_t q_heads, kv_heads;
+};
+constexpr Layout kHead{"head", 1, 1};
+constexpr Layout kLlama{"llama", 32, 8};  // Llama-style grouped-query attention, 4 heads a group
+
+struct DecodePreset {
+  std::vector<std::size_t> kv_lens;        // decode points, both layouts
+  std::vector<std::size_t> llama_kv_lens;  // further decode points, the llama layout only
+  std::vector<std::size_t> generate_starts;
+  std::size_t generate_tokens;
+  std::size_t prefill_len;
+  bool every_isa;  // also the avx2 kernel by name where a wider ISA dispatches
+  int repetitions;
+  double min_time;
+};
+
+DecodePreset decode_preset(const std::string& name) {
+  if (name == "full")
+    return {{4096, 16384, 65536}, {131072}, {4096, 16384, 65536}, 256, 4096, true, 5, 0.2};
+  return {{4096, 16384}, {}, {4096}, 64, 1024, false, 3, 0.05};
+}
+
+const std::map<std::size_t, double>* g_triad = nullptr;
+const std::map<std::size_t, double>* g_peak = nullptr;
+
+// Tokens of K and V per input block: caches are filled by appending this block again and again
+// (the values repeat every kBlockTokens tokens, which no kernel's speed depends on).
+constexpr std::size_t kBlockTokens = 4096;
+
+// One block of K or V for `layout`: [1][kv_heads][kBlockTokens][d].
+const std::vector<float>& block(const Layout& layout, int which) {
+  return random_tensor(layout.kv_heads * kBlockTokens * kHeadDim, 10 + which);
+}
+
+// Appends `tokens` tokens of the repeating block to `cache`. The block is laid out per head, so
+// each append takes a run of tokens that starts at the same block offset in every head.
+void fill(KvCache& cache, const Layout& layout, std::size_t tokens, std::size_t threads) {
+  const std::vector<float>& k = block(layout, 0);
+  const std::vector<float>& v = block(layout, 1);
+  std::vector<float> kc, vc;
+  for (std::size_t done = 0; done < tokens;) {
+    const std::size_t run = std::min(kBlockTokens, tokens - done);
+    if (run == kBlockTokens) {
+      cache.append(k.data(), v.data(), run, threads);
+    } else {
+      kc.resize(layout.kv_heads * run * kHeadDim);
+      vc.resize(kc.size());
+      for (std::size_t h = 0; h < layout.kv_heads; ++h) {
+        std::copy_n(k.begin() + h * kBlockTokens * kHeadDim, run * kHeadDim,
+                    kc.begin() + h * run * kHeadDim);
+        std::copy_n(v.begin() + h * kBlockTokens * kHeadDim, run * kHeadDim,
+                    vc.begin() + h * run * kHeadDim);
+      }
+      cache.append(kc.data(), vc.data(), run, threads);
+    }
+    done += run;
+  }
+}
+
+// The caches, made once per (kernel, layout, type, capacity) on first use and filled to their
+// capacity (the generation loop's: to their start), so that interleaved points share them.
+KvCache& cache_for(const Kernel& kernel, const Layout& layout, KvType type, std::size_t capacity,
+                   std::size_t filled) {
+  static std::map<std::string, std::unique_ptr<KvCache>> caches;
+  const std::string key = std::string(kernel.name) + layout.name + std::string(to_string(type)) +
+                          std::to_string(capacity);
+  auto& cache = caches[key];
+  if (!cache) {
+    cache = std::make_unique<KvCache>(kernel, 1, layout.kv_heads, kHeadDim, capacity, type);
+    fill(*cache, layout, filled, 0);
+  }
+  return *cache;
+}
+
+void skip_all(benchmark::State& state, const std::string& message) {
+  state.SkipWithError(message.c_str());
+  for (auto _ : state) {
+  }
+}
+
+double median(std::vector<double> xs) {
+  std::sort(xs.begin(), xs.end());
+  return xs[xs.size() / 2];
+}
+
+void run_decode(benchmark::State& state, const Kernel* kernel, Layout layout, std::size_t rows,
+                std::size_t kv_len, KvType type, std::size_t threads) {
+  try {
+    KvCache& cache = cache_for(*kernel, layout, type, kv_len, kv_len);
+    const Shape shape{1, layout.q_heads, layout.kv_heads, rows, kv_len, kHeadDim};
+    const std::vector<float>& q = random_tensor(shape.q_elements(), 20);
+    std::vector<float> o(shape.q_elements());
+    const Tensors t{.q = q.data(), .o = o.data(), .kv_cache = &cache};
+    const Options options{.threads = threads};
+    Workspace ws;
+    attention(*kernel, shape, options, t, ws);  // warm-up: workspace, thread pool
+    for (auto _ : state) {
+      attention(*kernel, shape, options, t, ws);
+      benchmark::DoNotOptimize(o.data());
+    }
+    using benchmark::Counter;
+    const double bytes = double(cache.kv_bytes());
+    state.counters["kv_bytes"] = Counter(bytes);
+    state.counters["GB/s"] = Counter(bytes / 1e9, Counter::kIsIterationInvariantRate);
+    state.counters["pct_triad"] =
+        Counter(100.0 * bytes / 1e9 / g_triad->at(threads), Counter::kIsIterationInvariantRate);
+    // Microseconds per call and per token, as inverted rates: time / (value x iterations).
+    state.counters["call_us"] =
+        Counter(1e-6, Counter::kIsIterationInvariantRate | Counter::kInvert);
+    state.counters["token_us"] =
+        Counter(1e-6 * double(rows), Counter::kIsIterationInvariantRate | Counter::kInvert);
+  } catch (const std::exception& e) {
+    skip_all(state, std::string("failed: ") + e.what());
+  }
+}
+
+void run_generate(benchmark::State& state, const Kernel* kernel, Layout layout, std::size_t start,
+                  std::size_t tokens, KvType type, std::size_t threads) {
+  try {
+    KvCache& cache = cache_for(*kernel, layout, type, start + tokens, start);
+    const Shape step{1, layout.q_heads, layout.kv_heads, 1, 0, kHeadDim};
+    const std::vector<float>& q = random_tensor(step.q_elements(), 21);
+    const std::vector<float>& k = block(layout, 0);
+    std::vector<float> o(step.q_elements()), k1(layout.kv_heads * kHeadDim), v1(k1.size());
+    const Options options{.threads = threads};
+    Workspace ws;
+    std::vector<double> token_s, append_s;
+    using clock = std::chrono::steady_clock;
+    for (auto _ : state) {
+      cache.truncate(start);
+      token_s.clear();
+      append_s.clear();
+      const auto t0 = clock::now();
+      for (std::size_t i = 0; i < tokens; ++i) {
+        const auto a = clock::now();
+        for (std::size_t h = 0; h < layout.kv_heads; ++h) {  // the new token's K and V
+          std::copy_n(k.begin() + (h * kBlockTokens + i % kBlockTokens) * kHeadDim, kHeadDim,
+                      k1.begin() + h * kHeadDim);
+        }
+        v1 = k1;
+        cache.append(k1.data(), v1.data(), 1);
+        const auto b = clock::now();
+        Shape shape = step;
+        shape.kv_len = cache.length();
+        attention(*kernel, shape, options,
+                  Tensors{.q = q.data(), .o = o.data(), .kv_cache = &cache}, ws);
+        benchmark::DoNotOptimize(o.data());
+        const auto c = clock::now();
+        append_s.push_back(std::chrono::duration<double>(b - a).count());
+        token_s.push_back(std::chrono::duration<double>(c - a).count());
+      }
+      state.SetIterationTime(std::chrono::duration<double>(clock::now() - t0).count());
+    }
+    state.counters["token_us"] = 1e6 * median(token_s);
+    state.counters["first_us"] = 1e6 * token_s.front();
+    state.counters["last_us"] = 1e6 * token_s.back();
+    state.counters["append_us"] = 1e6 * median(append_s);
+    state.counters["kv_bytes_end"] = double(cache.kv_bytes());
+  } catch (const std::exception& e) {
+    skip_all(state, std::string("failed: ") + e.what());
+  }
+}
+
+void run_prefill(benchmark::State& state, const Kernel* kernel, std::size_t n, KvType type,
+                 std::size_t threads) {
+  try {
+    KvCache& cache = cache_for(*kernel, kHead, type, n, 0);
+    const Shape shape{1, 1, 1, n, n, kHeadDim};
+    const std::vector<float>& q = random_tensor(shape.q_elements(), 22);
+    const std::vector<float>& k = random_tensor(shape.kv_elements(), 23);
+    const std::vector<float>& v = random_tensor(shape.kv_elements(), 24);
+    std::vector<float> o(shape.q_elements());
+    const Options options{.causal = true, .threads = threads};
+    const Tensors t{.q = q.data(), .o = o.data(), .kv_cache = &cache};
+    Workspace ws;
+    double pack_s = 0;
+    auto once = [&] {
+      const auto a = std::chrono::steady_clock::now();
+      cache.clear();
+      cache.append(k.data(), v.data(), n, threads);
+      pack_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+      attention(*kernel, shape, options, t, ws);
+      benchmark::DoNotOptimize(o.data());
+    };
+    once();  // warm-up
+    pack_s = 0;
+    for (auto _ : state) once();
+    using benchmark::Counter;
+    const double flops = 4.0 * scored_pairs(shape, true) * double(kHeadDim);
+    state.counters["GFLOP/s"] = Counter(flops / 1e9, Counter::kIsIterationInvariantRate);
+    state.counters["pct_peak"] =
+        Counter(100.0 * flops / (g_peak->at(threads)), Counter::kIsIterationInvariantRate);
+    state.counters["pack_ms"] = 1e3 * pack_s / double(state.iterations());
+  } catch (const std::exception& e) {
+    skip_all(state, std::string("failed: ") + e.what());
+  }
+}
+
+}  // namespace
+
+void register_decode(const std::string& preset_name, std::size_t all_threads,
+                     const std::map<std::size_t, double>& triad_gbs,
+                     const std::map<std::size_t, double>& peak_flops,
+                     std::map<std::string, double>& predicted) {
+  g_triad = &triad_gbs;
+  g_peak = &peak_flops;
+  const DecodePreset preset = decode_preset(preset_name);
+  std::vector<const Kernel*> kernels{&resolve(*find_kernel("tiled/simd"))};
+  const Kernel* avx2 = find_kernel("tiled/simd/avx2");
+  if (preset.every_isa && avx2->available() && kernels[0] != avx2) kernels.push_back(avx2);
+  std::vector<std::size_t> thread_counts{1};
+  if (all_threads > 1) thread_counts.push_back(all_threads);
+  const KvType types[] = {KvType::f32, KvType::f16, KvType::bf16};
+  // Predictions for the progress line: 10 GB/s of K/V, 50 GFLOP/s a thread.
+  auto add = [&](benchmark::internal::Benchmark* b, const std::string& name, double call,
+                 bool manual_time = false) {
+    if (!manual_time) b->UseRealTime();
+    b->Unit(benchmark::kMicrosecond)->Repetitions(preset.repetitions);
+    b->ReportAggregatesOnly(true);
+    predicted[name] = std::max(call, preset.min_time) * preset.repetitions;
+  };
+  for (const Kernel* kernel : kernels) {
+    const std::string kname(kernel->name);
+    for (KvType type : types) {
+      const std::string tname(to_string(type));
+      for (std::size_t t : thread_counts) {
+        const std::string suffix = "/type:" + tname + "/threads:" + std::to_string(t);
+        for (const Layout& layout : {kHead, kLlama}) {
+          std::vector<std::size_t> lens = preset.kv_lens;
+          if (layout.q_heads == kLlama.q_heads)
+            lens.insert(lens.end(), preset.llama_kv_lens.begin(), preset.llama_kv_lens.end());
+          for (std::size_t rows : {1, 4}) {
+            for (std::size_t kv : lens) {
+              const std::string name = "decode/" + kname + "/layout:" + layout.name +
+                                       "/rows:" + std::to_string(rows) +
+                                       "/kv:" + std::to_string(kv) + suffix;
+              auto* b = benchmark::RegisterBenchmark(name.c_str(), run_decode, kernel, layout, rows,
+                                                     kv, type, t);
+              b->MinTime(preset.min_time);
+              add(b, name,
+                  double(layout.kv_heads * kv * kHeadDim * 2 * kv_type_bytes(type)) / 10e9);
+            }
+          }
+        }
+        for (std::size_t start : preset.generate_starts) {
+          const std::string name = "generate/" + kname +
+                                   "/layout:llama/start:" + std::to_string(start) +
+                                   "/tokens:" + std::to_string(preset.generate_tokens) + suffix;
+          auto* b = benchmark::RegisterBenchmark(name.c_str(), run_generate, kernel, kLlama, start,
+                                                 preset.generate_tokens, type, t);
+          b->Iterations(1)->UseManualTime();
+          add(b, name,
+              double(preset.generate_tokens) *
+                  double(kLlama.kv_heads * start * kHeadDim * 2 * kv_type_bytes(type)) / 10e9,
+              true);
+        }
+        const std::string name =
+            "prefill/" + kname + "/n:" + std::to_string(preset.prefill_len) + "/d:128" + suffix;
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), run_prefill, kernel,
+                                               preset.prefill_len, type, t);
+        b->MinTime(preset.min_time);
+        const double n = double(preset.prefill_len);
+        add(b, name, 2.0 * n * n * double(kHeadDim) / (50e9 * double(t)));
+      }
+    }
+  }
+}
+
+}  // namespace attnbench::bench

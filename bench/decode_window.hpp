@@ -1,0 +1,31 @@
+// The benchmark's decode window (attnbench_bench --decode): attention as inference engines run
+// it, against a persistent KvCache in each storage type, next to the machine's measured triad
+// bandwidth. Three families, registered with Google Benchmark:
+//   decode/<kernel>/layout:<head|llama>/rows:R/kv:N/type:T/threads:t
+//       R query rows per query head against N cached tokens; counters kv_bytes (K and V bytes
+//       one call reads), GB/s, pct_triad (of the triad at t threads), call_us, token_us.
+//   generate/<kernel>/layout:llama/start:N/tokens:G/type:T/threads:t
+//       the decode loop: append one token to a cache of N, attend, repeat G times; counters
+//       token_us (median step), first_us and last_us (the first and last step), append_us.
+//   prefill/<kernel>/n:N/d:128/type:T/threads:t
+//       fill an empty cache with N tokens and run causal attention of N rows over it: GFLOP/s,
+//       pct_peak, pack_ms.
+// "head" is one query head over one key/value head; "llama" a Llama-style layer, 32 query heads
+// over 8 key/value heads; d = 128 in both.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+
+namespace attnbench::bench {
+
+// Registers the window's points for `preset_name` ("quick" or "full") with `all_threads` cores.
+// `triad_gbs` and `peak_flops` (per thread count) must outlive the run; `predicted` gets each
+// point's predicted seconds, for the progress line.
+void register_decode(const std::string& preset_name, std::size_t all_threads,
+                     const std::map<std::size_t, double>& triad_gbs,
+                     const std::map<std::size_t, double>& peak_flops,
+                     std::map<std::string, double>& predicted);
+
+}  // namespace attnbench::bench
