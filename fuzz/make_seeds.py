@@ -136,6 +136,10 @@ def header(shape, descr="<f4", fortran="False"):
 rng = np.random.default_rng(1)
 f4 = lambda *shape: rng.standard_normal(shape).astype("<f4")
 good = npy_bytes(f4(3, 4))
+# The float16 seeds draw from a generator of their own, so the older seeds keep their bytes.
+rng_f2 = np.random.default_rng(2)
+f2 = lambda *shape: rng_f2.standard_normal(shape).astype("<f2")
+good_f2 = npy_bytes(f2(3, 4))
 NPY = {
     # Valid: numpy's own files, every rank the CLI takes and the reader's limits.
     "valid_1d": npy_bytes(f4(5)),
@@ -148,7 +152,14 @@ NPY = {
     "valid_specials": npy_bytes(np.array([np.nan, np.inf, -np.inf, -0.0, 1e-45], "<f4")),
     "valid_double_quotes_key_order": with_header(
         '{"shape": (2,), "fortran_order": False, "descr": "<f4"}', b"\0" * 8),
+    # Valid where float16 is accepted (K and V; the fuzz case accepts it, npy_case.hpp): numpy's
+    # float16 files, and its edge values (subnormals, the largest half, NaN, infinities).
+    "valid_f2_2d": good_f2,
+    "valid_f2_version_2": npy_bytes(f2(2, 3), version=(2, 0)),
+    "valid_f2_specials": npy_bytes(np.array([np.nan, np.inf, -np.inf, -0.0, 2.0**-24, 2.0**-14,
+                                             65504.0, -65504.0], "<f2")),
     # Invalid: what numpy can write but the reader does not take.
+    "big_endian_f2": npy_bytes(f2(3).astype(">f2")),
     "big_endian": npy_bytes(f4(3).astype(">f4")),
     "float64": npy_bytes(np.zeros(3, "<f8")),
     "int32": npy_bytes(np.zeros(3, "<i4")),
@@ -161,6 +172,9 @@ NPY = {
     "truncated_header": good[:30],
     "truncated_preamble": good[:9],
     "trailing_bytes": good + b"\0" * 4,
+    "f2_truncated_odd_byte": good_f2[:-1],
+    "f2_trailing_byte": good_f2 + b"\0",
+    "f2_lying_shape_larger": with_header(header("(1000, 1000)", descr="<f2"), b"\0" * 16),
     "lying_shape_larger": with_header(header("(1000, 1000)"), b"\0" * 16),
     "huge_shape_overflow": with_header(header("(4611686018427387904, 8)")),
     "huge_declared_size": with_header(header("(1099511627776,)"), b"\0" * 64),

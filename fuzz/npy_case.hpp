@@ -1,12 +1,14 @@
 // The fuzz case for the .npy reader: any byte string is a file, and npy::parse (bytes in memory)
-// and npy::read (the same bytes as a file) must both either return the same array or throw
-// npy::Error with the same one-line message after the name. Shared by the libFuzzer target
-// (fuzz_npy.cpp, which also bounds every allocation by the input's size) and the corpus replay
-// test (tests/fuzz_replay_test.cpp).
+// and npy::read (the same bytes as a file), both accepting float32 and float16 as the CLI does for
+// K and V (kAccept), must either return the same array or throw npy::Error with the same one-line
+// message after the name. Shared by the libFuzzer target (fuzz_npy.cpp, which also bounds every
+// allocation by twice the input's size) and the corpus replay test (tests/fuzz_replay_test.cpp).
 //
 // Required of an accepted file: product(shape) elements; the data are exactly the file's last
-// 4 x elements bytes (so it never holds more than the file could fill); serialise() takes the
-// array back and parse() of that gives the same shape and the same bits.
+// 4 x elements bytes for '<f4', or f16_to_float of its last 2 x elements bytes for '<f2' (so it
+// never holds more than the file could fill); serialise() takes the array back and parse() of
+// that gives the same shape and the same bits. And parse accepting float32 only (as for Q and dO)
+// gives the same array for a '<f4' file, and an error for every other.
 #pragma once
 
 #include <sys/mman.h>
@@ -19,9 +21,13 @@
 #include <span>
 #include <string>
 
+#include "attnbench.hpp"
 #include "npy/npy.hpp"
 
 namespace attnbench::fuzz {
+
+// The widest reader there is: the CLI's for K and V.
+inline constexpr npy::Accept kAccept{.float16 = true};
 
 struct NpyOutcome {
   std::optional<npy::Array> array;  // set on success
@@ -41,8 +47,9 @@ inline NpyOutcome npy_outcome(const std::function<npy::Array()>& call) {
   return outcome;
 }
 
-inline NpyOutcome parse_outcome(std::span<const std::byte> bytes) {
-  return npy_outcome([&] { return npy::parse(bytes, "<memory>"); });
+inline NpyOutcome parse_outcome(std::span<const std::byte> bytes,
+                                const npy::Accept& accept = kAccept) {
+  return npy_outcome([&] { return npy::parse(bytes, "<memory>", accept); });
 }
 
 // npy::read of the bytes as a file: a memfd, opened through /proc/self/fd like any path.
@@ -59,13 +66,13 @@ inline NpyOutcome read_outcome(std::span<const std::byte> bytes, std::string& pa
     written += static_cast<std::size_t>(n);
   }
   path = "/proc/self/fd/" + std::to_string(fd);
-  NpyOutcome outcome = npy_outcome([&] { return npy::read(path); });
+  NpyOutcome outcome = npy_outcome([&] { return npy::read(path, kAccept); });
   ::close(fd);
   return outcome;
 }
 
 inline bool same_array(const npy::Array& a, const npy::Array& b) {
-  return a.shape == b.shape && a.data.size() == b.data.size() &&
+  return a.shape == b.shape && a.dtype == b.dtype && a.data.size() == b.data.size() &&
          std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) == 0;
 }
 
@@ -78,11 +85,39 @@ inline std::optional<std::string> message_after(const std::string& message,
   return message.substr(name.size() + 2);
 }
 
+// Are the array's data what the file's last bytes say?
+inline bool data_are_files(const npy::Array& a, std::span<const std::byte> bytes) {
+  const std::size_t element = a.dtype == npy::Dtype::float16 ? 2 : 4;
+  const std::size_t data_bytes = a.data.size() * element;
+  if (data_bytes > bytes.size()) return false;
+  const std::byte* data = bytes.data() + (bytes.size() - data_bytes);
+  if (a.dtype == npy::Dtype::float32) return std::memcmp(a.data.data(), data, data_bytes) == 0;
+  for (std::size_t i = 0; i < a.data.size(); ++i) {
+    std::uint16_t half;
+    std::memcpy(&half, data + 2 * i, sizeof half);
+    const float want = f16_to_float(half);
+    if (std::memcmp(&a.data[i], &want, sizeof want) != 0) return false;
+  }
+  return true;
+}
+
+// `narrow`: parse accepting float32 only.
 inline std::optional<std::string> check_npy_outcomes(std::span<const std::byte> bytes,
                                                      const NpyOutcome& parsed,
                                                      const NpyOutcome& read,
+                                                     const NpyOutcome& narrow,
                                                      const std::string& path) {
   if (!parsed.unexpected.empty()) return "parse threw a non-npy::Error: " + parsed.unexpected;
+  if (!narrow.unexpected.empty()) return "float32-only parse threw: " + narrow.unexpected;
+  const bool float32_file = parsed.array && parsed.array->dtype == npy::Dtype::float32;
+  if (narrow.array.has_value() != float32_file) {
+    return "float32-only parse " + std::string(narrow.array ? "accepts" : "refuses") +
+           " what parse " + (parsed.array ? "accepts" : "refuses");
+  }
+  if (float32_file && !same_array(*narrow.array, *parsed.array))
+    return std::string("float32-only parse returns another array");
+  if (!narrow.array && !message_after(narrow.error, "<memory>"))
+    return "float32-only parse's message is not one line naming <memory>: " + narrow.error;
   if (!read.unexpected.empty()) return "read threw a non-npy::Error: " + read.unexpected;
   if (parsed.array.has_value() != read.array.has_value()) {
     return "parse and read disagree: parse " +
@@ -105,18 +140,16 @@ inline std::optional<std::string> check_npy_outcomes(std::span<const std::byte> 
   std::size_t elements = 1;
   for (std::size_t n : a.shape) elements *= n;
   if (a.shape.empty() || elements != a.data.size()) return std::string("shape and data disagree");
-  const std::size_t data_bytes = a.data.size() * sizeof(float);
-  if (data_bytes > bytes.size()) return std::string("more data than the file holds");
-  if (std::memcmp(a.data.data(), bytes.data() + (bytes.size() - data_bytes), data_bytes) != 0) {
-    return std::string("data are not the file's last bytes");
-  }
+  if (!data_are_files(a, bytes)) return std::string("data are not the file's last bytes");
   if (!same_array(a, *read.array)) return std::string("parse and read return different arrays");
   NpyOutcome again = npy_outcome([&] {
     const std::vector<std::byte> file = npy::serialise(a.shape, a.data);
     return npy::parse(file);
   });
   if (!again.array) return "serialise then parse fails: " + again.error + again.unexpected;
-  if (!same_array(a, *again.array)) return std::string("serialise then parse changes the array");
+  if (a.shape != again.array->shape ||
+      std::memcmp(a.data.data(), again.array->data.data(), a.data.size() * sizeof(float)) != 0)
+    return std::string("serialise then parse changes the array");
   return std::nullopt;
 }
 
@@ -125,7 +158,8 @@ inline std::optional<std::string> check_npy_input(const std::uint8_t* data, std:
   std::string path;
   const NpyOutcome parsed = parse_outcome(bytes);
   const NpyOutcome read = read_outcome(bytes, path);
-  return check_npy_outcomes(bytes, parsed, read, path);
+  const NpyOutcome narrow = parse_outcome(bytes, npy::Accept{});
+  return check_npy_outcomes(bytes, parsed, read, narrow, path);
 }
 
 }  // namespace attnbench::fuzz

@@ -35,6 +35,39 @@ def check(name, condition, detail=""):
         print(f"FAIL {name}: {detail}")
 
 
+def stored(x, kv_dtype):
+    """x as --kv-dtype stores it, read back: float16 by numpy's rounding (to nearest even), bfloat16
+    as the top 16 bits of the float32 rounded to nearest even (NaN-free inputs)."""
+    if kv_dtype == "f16":
+        return x.astype(np.float16).astype(np.float32)
+    if kv_dtype == "bf16":
+        u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+        return (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
+    return x
+
+
+# Unit roundoff of each storage type: half the spacing of its significand (11 and 8 bits).
+UNIT_ROUNDOFF = {"f16": 2.0**-11, "bf16": 2.0**-8}
+
+
+def kv_rounding_bound(q, k, v, scale, kv_dtype):
+    """How far storing K and V as kv_dtype may move each output element of query row i (arrays
+    (h, n, d), grouped-query heads allowed). Each stored element is off by at most u of itself, so
+    a score moves by at most d_i = u sigma_i, sigma_i = |scale| max_j sum_c |q_ic k_jc|; a weight
+    p_j = e^{s_j} / sum e^{s_l} then moves by a factor within e^{-2 d_i}..e^{2 d_i}, so the weights
+    move V's mix by at most Vmax (e^{2 d_i} - 1), and V's own rounding adds u Vmax. Both outputs
+    also carry float32's error, each under the tests' bound u32 Vmax (2 (d + 2) sigma_i + 2 n + 32)
+    (README, Tests), u32 = 2^-24; with a float16 subnormal's absolute error (2^-25) far below."""
+    u = UNIT_ROUNDOFF[kv_dtype]
+    group = q.shape[0] // k.shape[0]
+    kk = np.repeat(np.abs(k.astype(np.float64)), group, axis=0)
+    sigma = abs(scale) * np.einsum("hic,hjc->hij", np.abs(q.astype(np.float64)), kk).max(axis=2)
+    vmax = np.abs(v.astype(np.float64)).max()
+    d, n = q.shape[-1], k.shape[-2]
+    float32 = 2.0**-24 * vmax * (2 * (d + 2) * sigma + 2 * n + 32)
+    return (vmax * (u + np.expm1(2 * u * sigma)) + 2 * float32)[..., None]
+
+
 def expect_bad_input(name, args, *words, out=None):
     r = attnbench(*args)
     lines = r.stderr.strip().splitlines()
@@ -62,7 +95,7 @@ with tempfile.TemporaryDirectory() as tmp:
     listing = attnbench("list")
     check("list exit", listing.returncode == 0, listing.stderr)
     header, *rows = listing.stdout.splitlines()
-    check("list header", header.split() == ["kernel", "backward", "status"], header)
+    check("list header", header.split() == ["kernel", "backward", "kv-dtype", "status"], header)
     kernels = [line.split()[0] for line in rows if "unavailable" not in line]
     check("list has scalar kernels", {"naive/scalar", "tiled/scalar"} <= set(kernels), listing.stdout)
     has_backward = {line.split()[0]: line.split()[1] for line in rows}
@@ -71,6 +104,14 @@ with tempfile.TemporaryDirectory() as tmp:
           has_backward.get("naive/scalar") == has_backward.get("tiled/scalar") == "yes", listing.stdout)
     backward_kernels = [k for k in kernels if has_backward[k] == "yes"]
     forward_only = [k for k in kernels if has_backward[k] == "no"]
+    # Kernel::stores: the SIMD kernels take every --kv-dtype, the others f32 only.
+    kv_dtypes = {line.split()[0]: line.split()[2] for line in rows}
+    check("list kv-dtype column",
+          all(types == ("f32,f16,bf16" if name.startswith(("tiled/simd", "naive/simd")) else "f32")
+              for name, types in kv_dtypes.items()), listing.stdout)
+    stores_16 = [k for k in kernels if kv_dtypes[k] == "f32,f16,bf16"]
+    f32_only = [k for k in kernels if kv_dtypes[k] == "f32"]
+    check("list: kernels of both kinds", stores_16 and f32_only, listing.stdout)
 
     shapes = {  # Q shape, K/V shape
         "2d": ((33, 16), (47, 16)),
@@ -158,6 +199,134 @@ with tempfile.TemporaryDirectory() as tmp:
     for grad in grads:
         if os.path.exists(grad):
             os.remove(grad)
+
+    # --- K and V: float16 .npy files, --kv-dtype f16 and bf16 --------------------------------
+    # Grouped-query heads, and scores large enough (scale 0.6) that rounding K moves the weights.
+    q = rng.standard_normal((4, 21, 16), dtype=np.float32)
+    k16 = rng.standard_normal((2, 37, 16)).astype(np.float16)
+    v16 = rng.standard_normal((2, 37, 16)).astype(np.float16)
+    k32, v32 = k16.astype(np.float32), v16.astype(np.float32)
+    qp = save("kv_q.npy", q)
+    k16p, v16p, k32p, v32p = (save(f"kv_{n}.npy", a) for n, a in
+                              (("k16", k16), ("v16", v16), ("k32", k32), ("v32", v32)))
+
+    def run_kv(kernel, k_file, v_file, *extra):
+        out_file = path("kv_o.npy")
+        r = attnbench("run", "--q", qp, "--k", k_file, "--v", v_file, "--out", out_file, "--kernel",
+                      kernel, "--threads", "2", "--scale", "0.6", *extra)
+        o = np.load(out_file) if r.returncode == 0 else None
+        if o is not None:
+            os.remove(out_file)
+        return r, o
+
+    # The reader widens float16 exactly: every kernel gives the float32 file's output, bit for bit.
+    for kernel in kernels:
+        (r16, o16), (r32, o32) = run_kv(kernel, k16p, v16p), run_kv(kernel, k32p, v32p)
+        check(f"f16 .npy K V {kernel} runs", r16.returncode == 0 and r32.returncode == 0,
+              r16.stderr + r32.stderr)
+        if o16 is not None and o32 is not None:
+            check(f"f16 .npy K V {kernel} = f32 bitwise", o16.tobytes() == o32.tobytes(),
+                  f"max difference {np.abs(o16 - o32).max()}")
+
+    # --kv-dtype on float32 K and V that no 16-bit type holds exactly.
+    k = rng.standard_normal((2, 37, 16), dtype=np.float32)
+    v = rng.standard_normal((2, 37, 16), dtype=np.float32)
+    kp, vp = save("kv_k.npy", k), save("kv_v.npy", v)
+    for kernel in stores_16:
+        _, o32 = run_kv(kernel, kp, vp)
+        for kv_dtype in ("f16", "bf16"):
+            name = f"--kv-dtype {kv_dtype} {kernel}"
+            r, o = run_kv(kernel, kp, vp, "--kv-dtype", kv_dtype)
+            check(name + " runs", r.returncode == 0 and f"K/V stored as {kv_dtype}" in r.stdout,
+                  r.stdout + r.stderr)
+            if o is None or o32 is None:
+                continue
+            excess = np.abs(o - o32) / kv_rounding_bound(q, k, v, 0.6, kv_dtype)
+            check(name + " within the rounding bound of f32", excess.max() <= 1,
+                  f"worst |o - o_f32| / bound {excess.max()}")
+            check(name + " differs from f32 (K and V were rounded)", np.any(o != o32))
+            # What it computes: float32 attention on K and V rounded to the type.
+            err = np.abs(o - reference(q, stored(k, kv_dtype), stored(v, kv_dtype), False, 0.6)).max()
+            check(name + " = numpy on rounded K, V", err < 1e-4, f"max error {err}")
+        # Halves stored as halves change nothing.
+        (_, o16), (_, o16_f16) = run_kv(kernel, k16p, v16p), run_kv(kernel, k16p, v16p, "--kv-dtype", "f16")
+        check(f"f16 .npy K V {kernel} --kv-dtype f16 = f32 bitwise",
+              o16 is not None and o16_f16 is not None and o16.tobytes() == o16_f16.tobytes())
+
+    # A finite value the type would make infinite: the file, the index and the value, nothing
+    # written. 65519.996 (the float below 65520) rounds to float16's largest, 65504; 65520 does not.
+    big = k.copy()
+    big[1, 30, 7] = 70000
+    bigp = save("kv_big.npy", big)
+    kv_out = path("kv_never.npy")
+
+    def run_kv_args(k_file, v_file, *extra):
+        return ["run", "--q", qp, "--k", k_file, "--v", v_file, "--out", kv_out, *extra]
+
+    expect_bad_input("--kv-dtype f16 overflow", run_kv_args(bigp, vp, "--kv-dtype", "f16"),
+                     "kv_big.npy: element [1, 30, 7] = 70000 is finite, but --kv-dtype f16 would "
+                     "store it as an infinity (the largest f16 is 65504)", out=kv_out)
+    r, o = run_kv(stores_16[0], bigp, vp, "--kv-dtype", "bf16")
+    check("--kv-dtype bf16 holds 70000", r.returncode == 0 and np.isfinite(o).all(), r.stderr)
+    edge = v.copy()
+    edge[0, 0, 0] = np.nextafter(np.float32(65520), np.float32(0))
+    r, o = run_kv(stores_16[0], kp, save("kv_edge.npy", edge), "--kv-dtype", "f16")
+    check("--kv-dtype f16 holds 65519.996", r.returncode == 0 and np.isfinite(o).all(), r.stderr)
+    edge[0, 0, 0] = -65520
+    expect_bad_input("--kv-dtype f16 overflow in V", run_kv_args(kp, save("kv_edge.npy", edge),
+                                                                 "--kv-dtype", "f16"),
+                     "kv_edge.npy: element [0, 0, 0] = -65520", out=kv_out)
+    edge[0, 0, 0] = 3.4e38
+    expect_bad_input("--kv-dtype bf16 overflow", run_kv_args(kp, save("kv_edge.npy", edge),
+                                                             "--kv-dtype", "bf16"),
+                     "kv_edge.npy: element [0, 0, 0] = 3.39999995e+38", "--kv-dtype bf16",
+                     "3.38953139e+38", out=kv_out)
+    # A kernel that stores K and V as f32 only; an unknown type; dtypes the reader refuses.
+    for kernel in f32_only:
+        expect_bad_input(f"--kv-dtype f16 {kernel}", run_kv_args(kp, vp, "--kv-dtype", "f16",
+                                                                 "--kernel", kernel),
+                         f"--kv-dtype f16: kernel {kernel} stores K and V as f32 only", out=kv_out)
+    expect_bad_input("--kv-dtype unknown", run_kv_args(kp, vp, "--kv-dtype", "f8"), "--kv-dtype",
+                     "f8", out=kv_out)
+    k8 = save("kv_k8.npy", k.astype(np.float64))
+    expect_bad_input("K float64", run_kv_args(k8, vp), "kv_k8.npy: dtype '<f8' is not supported: "
+                     "K and V must be float32 ('<f4') or float16 ('<f2')", out=kv_out)
+    expect_bad_input("V big-endian float16", run_kv_args(kp, save("kv_v_be.npy", v16.astype(">f2"))),
+                     "kv_v_be.npy: dtype '>f2' is not supported: big-endian", out=kv_out)
+    q16 = save("kv_q16.npy", q.astype(np.float16))
+    expect_bad_input("Q float16", ["run", "--q", q16, "--k", kp, "--v", vp, "--out", kv_out],
+                     "kv_q16.npy: dtype '<f2' is not supported: Q must be float32 ('<f4')", out=kv_out)
+
+    # backward: float16 .npy K and V read exactly (the same gradients as the float32 files);
+    # --kv-dtype f32 only; dO float32 only.
+    d_o = save("kv_do.npy", rng.standard_normal(q.shape, dtype=np.float32))
+    kv_grads = [path(f"kv_d{x}.npy") for x in "qkv"]
+
+    def backward_kv(k_file, v_file, *extra, d_o=d_o):
+        return ["backward", "--q", qp, "--k", k_file, "--v", v_file, "--do", d_o, "--dq", kv_grads[0],
+                "--dk", kv_grads[1], "--dv", kv_grads[2], "--threads", "2", *extra]
+
+    def gradients(args):
+        r = attnbench(*args)
+        got = [np.load(g) for g in kv_grads] if r.returncode == 0 else None
+        for g in kv_grads:
+            if os.path.exists(g):
+                os.remove(g)
+        return r, got
+
+    for kernel in backward_kernels:
+        (r16, g16), (r32, g32) = (gradients(backward_kv(k16p, v16p, "--kernel", kernel)),
+                                  gradients(backward_kv(k32p, v32p, "--kernel", kernel)))
+        check(f"backward f16 .npy K V {kernel} = f32 bitwise", g16 is not None and g32 is not None
+              and all(a.tobytes() == b.tobytes() for a, b in zip(g16, g32)), r16.stderr + r32.stderr)
+    r, _ = gradients(backward_kv(kp, vp, "--kv-dtype", "f32"))
+    check("backward --kv-dtype f32", r.returncode == 0, r.stderr)
+    for kv_dtype in ("f16", "bf16"):
+        expect_bad_input(f"backward --kv-dtype {kv_dtype}", backward_kv(kp, vp, "--kv-dtype", kv_dtype),
+                         f"--kv-dtype {kv_dtype}: the backward pass stores K and V as f32 only")
+        check(f"backward --kv-dtype {kv_dtype} writes nothing", not any(map(os.path.exists, kv_grads)))
+    expect_bad_input("backward dO float16", backward_kv(kp, vp, d_o=q16),
+                     "kv_q16.npy: dtype '<f2' is not supported: dO must be float32 ('<f4')")
 
     # --- bad inputs ------------------------------------------------------------------------
     good_q = save("good_q.npy", rng.standard_normal((6, 8), dtype=np.float32))

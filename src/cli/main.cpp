@@ -1,22 +1,28 @@
 // attnbench: the command line.
 //   attnbench list                                  every registry kernel, whether it has a
-//                                                   backward pass and whether it runs here
+//                                                   backward pass, the K/V types it stores and
+//                                                   whether it runs here
 //   attnbench run --q Q.npy --k K.npy --v V.npy --out O.npy [--kernel NAME] [--threads N]
-//                 [--causal] [--scale S] [--memory-budget BYTES]
+//                 [--causal] [--scale S] [--memory-budget BYTES] [--kv-dtype f32|f16|bf16]
 //   attnbench backward --q Q.npy --k K.npy --v V.npy --do dO.npy --dq dQ.npy --dk dK.npy
 //                 --dv dV.npy [--kernel NAME] [--threads N] [--causal] [--scale S]
-//                 [--memory-budget BYTES]           the kernel's forward (O, LSE), then its
-//                 backward
+//                 [--memory-budget BYTES] [--kv-dtype f32]
+//                                                   the kernel's forward (O, LSE), then its
+//                                                   backward
 //   attnbench demo NAME|all [--json FILE] [--quick] the attention module's experiments (src/demo/)
+// Q and dO are float32 .npy files; K and V float32 or float16 (read exactly into float32).
 // Any bad input: one line on stderr naming what and where, exit code 2, no output file.
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/info.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,10 +42,15 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// "2, 3, 4"
+std::string joined(const std::vector<std::size_t>& values) {
+  std::string s;
+  for (std::size_t i = 0; i < values.size(); ++i) s += (i ? ", " : "") + std::to_string(values[i]);
+  return s;
+}
+
 std::string shape_string(const std::vector<std::size_t>& dims) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + (dims.size() == 1 ? ",)" : ")");
+  return "(" + joined(dims) + (dims.size() == 1 ? ",)" : ")");
 }
 
 // (len, dim), (heads, len, dim) or (batch, heads, len, dim) as {batch, heads, len, dim}.
@@ -90,14 +101,26 @@ Shape shape_of(const std::string& q_name, const attnbench::npy::Array& q, const 
   return Shape{qb, qh, kh, qn, kn, qd};
 }
 
+constexpr attnbench::KvType kKvTypes[] = {attnbench::KvType::f32, attnbench::KvType::f16,
+                                          attnbench::KvType::bf16};
+
+// "f32,f16,bf16": the --kv-dtype values `kernel` takes (Kernel::stores), "-" for none.
+std::string stored_types(const attnbench::Kernel& kernel) {
+  std::string types;
+  for (attnbench::KvType type : kKvTypes) {
+    if (kernel.stores(type)) types.append(types.empty() ? "" : ",").append(to_string(type));
+  }
+  return types.empty() ? "-" : types;
+}
+
 int list_kernels() {
-  std::printf("%-24s %-9s %s\n", "kernel", "backward", "status");
+  std::printf("%-24s %-9s %-13s %s\n", "kernel", "backward", "kv-dtype", "status");
   for (const attnbench::Kernel& k : attnbench::registry()) {
     const attnbench::Kernel& runs = attnbench::resolve(k);
     std::string status = runs.available() ? "available" : "unavailable on this CPU";
     if (&runs != &k) status += " (runs " + std::string(runs.name) + ")";
-    std::printf("%-24s %-9s %s\n", std::string(k.name).c_str(), k.has_backward() ? "yes" : "no",
-                status.c_str());
+    std::printf("%-24s %-9s %-13s %s\n", std::string(k.name).c_str(),
+                k.has_backward() ? "yes" : "no", stored_types(k).c_str(), status.c_str());
   }
   return 0;
 }
@@ -109,13 +132,17 @@ struct CallArgs {
   bool causal = false;
   std::optional<float> scale;
   std::size_t memory_budget = 0;
+  std::string kv_dtype = "f32";
 };
 
-// `kernel_help`: what --kernel defaults to for this command.
-void add_call_options(CLI::App* cmd, CallArgs& args, const char* kernel_help) {
+// `kernel_help`: what --kernel defaults to for this command; `kv_dtype_help`: what --kv-dtype
+// does in it.
+void add_call_options(CLI::App* cmd, CallArgs& args, const char* kernel_help,
+                      const char* kv_dtype_help) {
   cmd->add_option("--q", args.q, "queries, float32 (n, d), (h, n, d) or (b, h, n, d)")->required();
-  cmd->add_option("--k", args.k, "keys, float32, same rank as Q; may have fewer heads")->required();
-  cmd->add_option("--v", args.v, "values, float32, the shape of K")->required();
+  cmd->add_option("--k", args.k, "keys, float32 or float16, same rank as Q; may have fewer heads")
+      ->required();
+  cmd->add_option("--v", args.v, "values, float32 or float16, the shape of K")->required();
   cmd->add_option("--kernel", args.kernel, kernel_help);
   cmd->add_option("--threads", args.threads, "worker threads; 0 = every core")
       ->default_val(0)
@@ -125,6 +152,15 @@ void add_call_options(CLI::App* cmd, CallArgs& args, const char* kernel_help) {
   cmd->add_option("--memory-budget", args.memory_budget,
                   "largest naive score matrix in bytes (default: half of RAM; a naive backward "
                   "holds two, P and dS)");
+  std::vector<std::string> types;
+  for (attnbench::KvType type : kKvTypes) types.emplace_back(to_string(type));
+  cmd->add_option("--kv-dtype", args.kv_dtype, kv_dtype_help)
+      ->default_val("f32")
+      ->check(CLI::IsMember(types));
+}
+
+attnbench::KvType kv_type_of(const CallArgs& args) {
+  return attnbench::kv_type_from_string(args.kv_dtype).value();  // CLI::IsMember checked it
 }
 
 const attnbench::Kernel& kernel_named(const std::string& name) {
@@ -136,6 +172,37 @@ const attnbench::Kernel& kernel_named(const std::string& name) {
   return *kernel;
 }
 
+// "[0, 3]": the C-order index of element `flat` of an array of shape `dims`.
+std::string index_string(std::size_t flat, const std::vector<std::size_t>& dims) {
+  std::vector<std::size_t> index(dims.size());
+  for (std::size_t i = dims.size(); i-- > 0;) {
+    index[i] = flat % dims[i];
+    flat /= dims[i];
+  }
+  return "[" + joined(index) + "]";
+}
+
+// The library refuses a finite K or V value that `type` storage would make an infinity; this
+// says so first, in the command's terms: the file, the element's index in it and its value.
+void require_storable(const std::string& name, const attnbench::npy::Array& a,
+                      attnbench::KvType type) {
+  if (type == attnbench::KvType::f32) return;
+  const auto bad = std::find_if(a.data.begin(), a.data.end(),
+                                [type](float x) { return attnbench::rounds_to_infinity(type, x); });
+  if (bad == a.data.end()) return;
+  // The largest finite value of each 16-bit type: 0x7bff as a half, 0x7f7f as a bfloat16.
+  const float largest_value = type == attnbench::KvType::f16 ? attnbench::f16_to_float(0x7bff)
+                                                             : attnbench::bf16_to_float(0x7f7f);
+  char value[32], largest[32];
+  std::snprintf(value, sizeof value, "%.9g", double(*bad));
+  std::snprintf(largest, sizeof largest, "%.9g", double(largest_value));
+  throw UsageError(name + ": element " + index_string(std::size_t(bad - a.data.begin()), a.shape) +
+                   " = " + value + " is finite, but --kv-dtype " + std::string(to_string(type)) +
+                   " would store it as an infinity (the largest " + std::string(to_string(type)) +
+                   " is " + largest + "); scale K and V down, or use --kv-dtype " +
+                   (type == attnbench::KvType::f16 ? "bf16 or f32" : "f32"));
+}
+
 // The inputs of a call, read and checked against each other, and its options.
 struct Call {
   attnbench::npy::Array q, k, v;
@@ -143,14 +210,22 @@ struct Call {
   attnbench::Options options;
 };
 
+// Q is float32; K and V float32 or float16, which the reader widens exactly (so a float16 file
+// gives the call the same floats as the float32 file of its values).
+constexpr attnbench::npy::Accept kQueries{.who = "Q"};
+constexpr attnbench::npy::Accept kKeysValues{.float16 = true, .who = "K and V"};
+
 Call read_call(const CallArgs& args) {
-  Call call{attnbench::npy::read(args.q), attnbench::npy::read(args.k),
-            attnbench::npy::read(args.v), Shape{}, attnbench::Options{}};
+  Call call{attnbench::npy::read(args.q, kQueries), attnbench::npy::read(args.k, kKeysValues),
+            attnbench::npy::read(args.v, kKeysValues), Shape{}, attnbench::Options{}};
   call.shape = shape_of(args.q, call.q, args.k, call.k, args.v, call.v);
   call.options.causal = args.causal;
   call.options.scale = args.scale;
   call.options.threads = args.threads;
   call.options.memory_budget_bytes = args.memory_budget;
+  call.options.kv_type = kv_type_of(args);
+  require_storable(args.k, call.k, call.options.kv_type);
+  require_storable(args.v, call.v, call.options.kv_type);
   return call;
 }
 
@@ -190,6 +265,14 @@ struct RunArgs {
 
 int run(const RunArgs& args) {
   const attnbench::Kernel* kernel = &kernel_named(args.call.kernel);
+  const attnbench::KvType kv_type = kv_type_of(args.call);
+  if (!kernel->stores(kv_type)) {
+    const attnbench::Kernel& runs = attnbench::resolve(*kernel);
+    throw UsageError("--kv-dtype " + args.call.kv_dtype + ": kernel " + std::string(kernel->name) +
+                     (&runs != kernel ? " (runs " + std::string(runs.name) + ")" : "") +
+                     " stores K and V as " + stored_types(*kernel) +
+                     " only; `attnbench list` shows each kernel's K/V types (column kv-dtype)");
+  }
   const Call call = read_call(args.call);
   const std::size_t threads = attnbench::worker_threads(call.options);
   const tbb::global_control allow = allow_threads(threads);
@@ -203,9 +286,9 @@ int run(const RunArgs& args) {
   });
   attnbench::npy::write(args.out, call.q.shape, o);
 
-  std::printf("%s, compute %.3f ms, scratch %zu bytes, wrote %s\n",
-              describe(*kernel, threads, call.shape, args.call.causal).c_str(), elapsed.count(),
-              ws.peak_bytes(), args.out.c_str());
+  std::printf("%s, K/V stored as %s, compute %.3f ms, scratch %zu bytes, wrote %s\n",
+              describe(*kernel, threads, call.shape, args.call.causal).c_str(),
+              args.call.kv_dtype.c_str(), elapsed.count(), ws.peak_bytes(), args.out.c_str());
   return 0;
 }
 
@@ -234,6 +317,11 @@ const attnbench::Kernel& backward_kernel_named(const std::string& name) {
 }
 
 int backward(const BackwardArgs& args) {
+  if (kv_type_of(args.call) != attnbench::KvType::f32) {
+    throw UsageError("--kv-dtype " + args.call.kv_dtype +
+                     ": the backward pass stores K and V as f32 only (float16 .npy K and V are "
+                     "read exactly; leave --kv-dtype out)");
+  }
   const attnbench::Kernel& requested = backward_kernel_named(args.call.kernel);
   // Three gradients, three files: one named twice would be overwritten by the other.
   const std::pair<const char*, const std::string*> outputs[] = {
@@ -249,7 +337,7 @@ int backward(const BackwardArgs& args) {
     }
   }
   const Call call = read_call(args.call);
-  const attnbench::npy::Array d_o = attnbench::npy::read(args.d_o);
+  const attnbench::npy::Array d_o = attnbench::npy::read(args.d_o, {.who = "dO"});
   require_same_shape(args.d_o, d_o, args.call.q, call.q, "dO must have the shape of Q (and O)");
   const std::size_t threads = attnbench::worker_threads(call.options);
   const tbb::global_control allow = allow_threads(threads);
@@ -292,13 +380,17 @@ int backward(const BackwardArgs& args) {
 int main(int argc, char** argv) {
   CLI::App app{"attnbench: scaled dot-product attention on the CPU, O = softmax(Q K^T * scale) V"};
   app.require_subcommand(1);
-  CLI::App* list = app.add_subcommand(
-      "list", "print every kernel, whether it has a backward pass and whether this CPU runs it");
+  CLI::App* list = app.add_subcommand("list",
+                                      "print every kernel, whether it has a backward pass, the K/V "
+                                      "types it stores (--kv-dtype) and "
+                                      "whether this CPU runs it");
 
   RunArgs run_args;
   CLI::App* run_cmd = app.add_subcommand("run", "compute attention on .npy inputs");
   add_call_options(run_cmd, run_args.call,
-                   "kernel name (default: the first available in `attnbench list`)");
+                   "kernel name (default: the first available in `attnbench list`)",
+                   "how the kernel stores K and V (rounded once, to nearest even; the arithmetic "
+                   "stays float32): f32, f16 or bf16, as `attnbench list` says it can");
   run_cmd->add_option("--out", run_args.out, "output .npy, the shape of Q")->required();
 
   BackwardArgs backward_args;
@@ -306,9 +398,9 @@ int main(int argc, char** argv) {
       "backward",
       "the gradients dQ, dK, dV of attention on .npy inputs given dO (the kernel's own forward "
       "first, for O and LSE)");
-  add_call_options(
-      backward_cmd, backward_args.call,
-      "kernel name (default: the first available in `attnbench list` with a backward)");
+  add_call_options(backward_cmd, backward_args.call,
+                   "kernel name (default: the first available in `attnbench list` with a backward)",
+                   "f32 only: the backward pass stores K and V as float32");
   backward_cmd->add_option("--do", backward_args.d_o, "the output's gradient dO, the shape of Q")
       ->required();
   backward_cmd->add_option("--dq", backward_args.dq, "output .npy: dQ, the shape of Q")->required();

@@ -15,12 +15,14 @@
 #include <system_error>
 #include <vector>
 
+#include "attnbench.hpp"  // f16_to_float
+
 namespace attnbench::npy {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Float data is memcpy'd straight between the file's '<f4' bytes and native floats.
+// Float data is memcpy'd straight between the file's '<f4' (and '<f2') bytes and native values.
 static_assert(std::endian::native == std::endian::little,
               "npy: only little-endian hosts are supported");
 static_assert(sizeof(float) == 4 && std::numeric_limits<float>::is_iec559);
@@ -58,8 +60,10 @@ std::string quoted(std::string_view v) {
   return s;
 }
 
-// Validates a shape for both reading and writing; returns the data size in bytes.
-std::size_t data_bytes(std::span<const std::size_t> shape, std::string_view name) {
+std::size_t element_bytes(Dtype dtype) { return dtype == Dtype::float16 ? 2 : 4; }
+
+// Validates a shape for both reading and writing; returns the data size in bytes, `dtype`'s.
+std::size_t data_bytes(std::span<const std::size_t> shape, Dtype dtype, std::string_view name) {
   if (shape.empty()) fail(name, "header field 'shape' is (): 0-d arrays are not supported");
   if (shape.size() > kMaxDims)
     fail(name, "header field 'shape' has " + std::to_string(shape.size()) +
@@ -72,7 +76,7 @@ std::size_t data_bytes(std::span<const std::size_t> shape, std::string_view name
       fail(name, "shape " + shape_str(shape) + ": element count overflows size_t");
   }
   std::size_t bytes = 0;
-  if (__builtin_mul_overflow(count, sizeof(float), &bytes))
+  if (__builtin_mul_overflow(count, element_bytes(dtype), &bytes))
     fail(name, "shape " + shape_str(shape) + ": byte count overflows size_t");
   return bytes;
 }
@@ -113,6 +117,27 @@ Preamble read_preamble(std::span<const std::byte> prefix, std::uintmax_t file_si
   return {offset, len};
 }
 
+// The dtype a header's descr names, if `accept` takes it; the error names the accepted ones.
+Dtype dtype_of(std::string_view descr, const Accept& accept, std::string_view name) {
+  if (accept.float32 && descr == "<f4") return Dtype::float32;
+  if (accept.float16 && descr == "<f2") return Dtype::float16;
+  if (!accept.float32 && !accept.float16) fail(name, "the caller accepts no dtype");
+  std::string why = "dtype " + quoted(descr) + " is not supported: ";
+  if (descr == ">f4" || descr == ">f2") why += "big-endian byte order; ";
+  why += accept.who.empty() ? std::string("expected ") : std::string(accept.who) + " must be ";
+  if (accept.float32) why += "float32 ('<f4')";
+  if (accept.float32 && accept.float16) why += " or ";
+  if (accept.float16) why += "float16 ('<f2')";
+  fail(name, why);
+}
+
+// What a header says of the data.
+struct Header {
+  std::vector<std::size_t> shape;
+  Dtype dtype = Dtype::float32;
+  std::size_t data_bytes = 0;
+};
+
 // Strict parser for the header's Python dict literal, e.g.
 //   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
 // It accepts exactly what Python would evaluate to such a dict (any key order, either quote style,
@@ -120,10 +145,12 @@ Preamble read_preamble(std::span<const std::byte> prefix, std::uintmax_t file_si
 // writes.
 class HeaderParser {
  public:
-  HeaderParser(std::string_view text, std::string_view name) : s_(text), name_(name) {}
+  HeaderParser(std::string_view text, std::string_view name, const Accept& accept)
+      : s_(text), name_(name), accept_(accept) {}
 
-  // Returns the validated shape; descr and fortran_order are checked against what we support.
-  std::vector<std::size_t> parse() {
+  // Returns the validated shape and the dtype (data_bytes unset); descr is checked against what
+  // the caller accepts, fortran_order against what we support.
+  Header parse() {
     for (std::size_t i = 0; i < s_.size(); ++i) {
       const auto c = static_cast<unsigned char>(s_[i]);
       if ((c < 0x20 || c > 0x7e) && c != '\t' && c != '\n' && c != '\r')
@@ -167,17 +194,13 @@ class HeaderParser {
     for (std::size_t k = 0; k < 3; ++k)
       if (!seen[k]) fail(name_, "header is missing key " + quoted(kKeys[k]));
 
-    if (descr == ">f4")
-      fail(name_, "header field 'descr' is '>f4': big-endian byte order is not supported");
-    if (descr != "<f4")
-      fail(name_, "header field 'descr' is " + quoted(descr) +
-                      ": only '<f4' (float32, little-endian) is supported");
+    const Dtype dtype = dtype_of(descr, accept_, name_);
     if (fortran == "True")
       fail(name_, "header field 'fortran_order' is True: Fortran-order arrays are not supported");
     if (fortran != "False")
       fail(name_,
            "header field 'fortran_order' is " + quoted(fortran) + ": expected True or False");
-    return shape;
+    return {std::move(shape), dtype};
   }
 
  private:
@@ -282,18 +305,15 @@ class HeaderParser {
   std::string_view s_;
   std::size_t i_ = 0;
   std::string_view name_;
-};
-
-struct Header {
-  std::vector<std::size_t> shape;
-  std::size_t data_bytes;
+  const Accept& accept_;
 };
 
 // Parses the header text and checks that exactly the declared number of data bytes follow it,
 // so callers can allocate the data only once the file is known to fill it.
-Header parse_header(std::string_view text, std::uintmax_t data_available, std::string_view name) {
-  Header h{HeaderParser(text, name).parse(), 0};
-  h.data_bytes = data_bytes(h.shape, name);
+Header parse_header(std::string_view text, std::uintmax_t data_available, std::string_view name,
+                    const Accept& accept) {
+  Header h = HeaderParser(text, name, accept).parse();
+  h.data_bytes = data_bytes(h.shape, h.dtype, name);
   if (data_available != h.data_bytes) {
     const std::string what = "header declares shape " + shape_str(h.shape) + " = " +
                              std::to_string(h.data_bytes) + " bytes of data, file has " +
@@ -319,7 +339,7 @@ std::string header_text(std::span<const std::size_t> shape) {
 
 std::vector<std::byte> serialise_as(std::span<const std::size_t> shape, std::span<const float> data,
                                     std::string_view name) {
-  const std::size_t bytes = data_bytes(shape, name);
+  const std::size_t bytes = data_bytes(shape, Dtype::float32, name);
   if (data.size() != bytes / sizeof(float))
     fail(name, "data has " + std::to_string(data.size()) + " elements but shape " +
                    shape_str(shape) + " needs " + std::to_string(bytes / sizeof(float)));
@@ -341,9 +361,30 @@ std::vector<std::byte> serialise_as(std::span<const std::size_t> shape, std::spa
 
 std::string errno_str() { return std::strerror(errno); }
 
+// The array a header describes, its data not yet read.
+Array array_of(Header& h) {
+  return {std::move(h.shape), std::vector<float>(h.data_bytes / element_bytes(h.dtype)), h.dtype};
+}
+
+// Widens the array's data from the file's float16 values at `halves` to float32, exactly.
+// `halves` may be the data's own first bytes (read() converts in place): from the last element
+// down, each half is read before its float, and the floats written so far lie past every half
+// still to read.
+void widen_halves(const std::byte* halves, Array& a) {
+  std::byte* out = reinterpret_cast<std::byte*>(a.data.data());
+  for (std::size_t i = a.data.size(); i-- > 0;) {
+    std::uint16_t h;
+    std::memcpy(&h, halves + 2 * i, sizeof h);
+    const float x = f16_to_float(h);
+    std::memcpy(out + 4 * i, &x, sizeof x);
+  }
+}
+
 }  // namespace
 
-Array parse(std::span<const std::byte> bytes, std::string_view name) {
+std::string_view descr(Dtype dtype) { return dtype == Dtype::float16 ? "<f2" : "<f4"; }
+
+Array parse(std::span<const std::byte> bytes, std::string_view name, const Accept& accept) {
   const Preamble pre =
       read_preamble(bytes.first(std::min<std::size_t>(bytes.size(), 12)), bytes.size(), name);
   const std::size_t data_offset = pre.header_offset + pre.header_len;
@@ -351,13 +392,17 @@ Array parse(std::span<const std::byte> bytes, std::string_view name) {
   // because `bytes` need not be suitably aligned.
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()) + pre.header_offset,
                               pre.header_len);
-  Header h = parse_header(text, bytes.size() - data_offset, name);
-  Array a{std::move(h.shape), std::vector<float>(h.data_bytes / sizeof(float))};
-  std::memcpy(a.data.data(), bytes.data() + data_offset, h.data_bytes);
+  Header h = parse_header(text, bytes.size() - data_offset, name, accept);
+  Array a = array_of(h);
+  if (a.dtype == Dtype::float16) {
+    widen_halves(bytes.data() + data_offset, a);
+  } else {
+    std::memcpy(a.data.data(), bytes.data() + data_offset, h.data_bytes);
+  }
   return a;
 }
 
-Array read(const std::filesystem::path& path) {
+Array read(const std::filesystem::path& path, const Accept& accept) {
   const std::string name = path.string();
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
@@ -389,10 +434,12 @@ Array read(const std::filesystem::path& path) {
     fail(name, "seek failed: " + errno_str());
   std::string text(pre.header_len, '\0');
   read_exact(text.data(), text.size());
-  Header h = parse_header(text, size - pre.header_offset - pre.header_len, name);
-  Array a{std::move(h.shape), std::vector<float>(h.data_bytes / sizeof(float))};
+  Header h = parse_header(text, size - pre.header_offset - pre.header_len, name, accept);
+  Array a = array_of(h);
+  // A float16 file's halves go into the first half of the floats' own memory, then widen in place.
   read_exact(a.data.data(), h.data_bytes);
   if (std::fgetc(f.get()) != EOF) fail(name, "file grew while being read");
+  if (a.dtype == Dtype::float16) widen_halves(reinterpret_cast<const std::byte*>(a.data.data()), a);
   return a;
 }
 
