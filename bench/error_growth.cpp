@@ -2,7 +2,10 @@
 // length and with the size of the scores, next to the bound the tests hold it to
 // (testing/error_bound.hpp). Prints two Markdown tables (the README's "Error bounds" section):
 //   1. error against key length n, scores of standard deviation 1;
-//   2. error against the scores' standard deviation at one key length.
+//   2. error against the scores' standard deviation at one key length;
+//   3. how far storing K and V as float16 or bfloat16 moves the exact output: the float64 oracle
+//      on the rounded K and V against the oracle on the originals, per key length (what a kernel
+//      storing that type computes on top of its own fp32 error, which tables 1 and 2 bound).
 // Q and K are standard normal (seeded), the scale 1/sqrt(d), so scores have standard deviation
 // 1; multiplying Q by s gives standard deviation s. V is uniform in [0, 1) by default: values of
 // one sign, so the output stays near 0.5 at every n and the rounding of long sums shows; with
@@ -110,11 +113,26 @@ void print_table(const char* title, const std::vector<Column>& columns, const ch
     }
     std::printf("\n");
   }
+  if (*std::max_element(bound.begin(), bound.end()) == 0) return;  // no bound (table 3)
   std::printf("| *bound there* |");
   for (double b : bound) std::printf(" *%.3g* |", b);
   std::printf("\n| *max error / bound* |");
   for (double r : ratio) std::printf(" *%.2g* |", r);
   std::printf("\n");
+}
+
+// max |oracle(K, V rounded to type) - oracle(K, V)| over the output, in units of u * Vmax.
+Measured rounding_shift(const Problem& p, attnbench::KvType type) {
+  attnbench::testing::Problem r = p;
+  for (auto* t : {&r.k, &r.v}) {
+    for (float& x : *t) x = attnbench::round_to(type, x);
+  }
+  const std::vector<double> moved = attnbench::testing::oracle(r);
+  Measured m;
+  for (std::size_t i = 0; i < moved.size(); ++i)
+    m.error = std::max(m.error, std::fabs(moved[i] - p.ref[i]));
+  m.error /= std::ldexp(1.0, -24) * vmax(p);
+  return m;
 }
 
 }  // namespace
@@ -137,9 +155,12 @@ int main(int argc, char** argv) {
 
   const std::vector<const Kernel*> list = kernels();
   std::map<std::string, std::vector<Measured>> by_length, by_std;
+  std::map<std::string, std::vector<Measured>> by_type;
   for (std::size_t n : lengths) {
     const Problem p = make_problem(q_len, n, d, 1.0f, values == "normal");
     for (const Kernel* k : list) by_length[std::string(k->name)].push_back(measure(*k, p));
+    for (attnbench::KvType t : {attnbench::KvType::f16, attnbench::KvType::bf16})
+      by_type[std::string("storage ") + std::string(to_string(t))].push_back(rounding_shift(p, t));
   }
   for (int s : stds) {
     const Problem p = make_problem(q_len, std_at, d, float(s), values == "normal");
@@ -155,5 +176,9 @@ int main(int argc, char** argv) {
   char title[128];
   std::snprintf(title, sizeof title, "Error against score size (n = %zu):", std_at);
   print_table(title, stds, "std", by_std);
+  std::printf(
+      "\nHow far K and V stored as float16 / bfloat16 move the exact output (float64 oracle on the "
+      "rounded values against it on the originals; same units):\n");
+  print_table("Storage rounding against key length:", lengths, "n =", by_type);
   return 0;
 }

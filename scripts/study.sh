@@ -4,7 +4,8 @@
 # quick: the CI preset (a few minutes on 2 cores); full: the workstation study.
 # Results: Google Benchmark's JSON in DIR/results.json (default reports/runs/<date>-<host>/), so
 # two runs compare with compare.py (see README), the contenders' windows in DIR/contenders.json and
-# DIR/python_contenders.json; the report is written next to them.
+# DIR/python_contenders.json, the decode window in DIR/decode.json; the report is written next to
+# them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,6 +51,16 @@ build/bin/attnbench_bench --preset="$preset" --contenders \
 /usr/bin/python3 scripts/contenders.py --preset "$preset" --lib build/lib/libattnbench_capi.so \
   --out "$out/python_contenders.json" ${filter:+--filter "$filter"}
 echo "study: contenders took $(( $(date +%s) - start )) s"
+# The decode window: decoding against a persistent KV cache in each storage type, the decode loop
+# and prefill, its repetitions interleaved at random so the ratios between types are fair.
+start=$(date +%s)
+build/bin/attnbench_bench --preset="$preset" --decode \
+  ${filter:+--benchmark_filter="$filter"} \
+  --benchmark_enable_random_interleaving=true \
+  --benchmark_report_aggregates_only=true \
+  --benchmark_out="$out/decode.json" --benchmark_out_format=json \
+  "${extra[@]}" | tee "$out/decode_console.txt"
+echo "study: decode took $(( $(date +%s) - start )) s"
 build/bin/attnbench demo all --json "$out/demos.json"
 
 if [[ -f scripts/report/report.py ]]; then

@@ -1,6 +1,7 @@
 // The registry: every kernel, in priority order (the first available one is the default), built
 // from the kernels' descriptors. Adding an ISA is one simd_<isa>.cpp file and one line in
 // kSimdByPriority; adding a portable kernel is one file and one line in the list below.
+#include <cpuid.h>
 #include <xsimd/xsimd.hpp>
 
 #include <deque>
@@ -20,6 +21,16 @@ constexpr const kernels::SimdTable* kSimdByPriority[] = {
 
 }  // namespace
 
+namespace {
+
+// CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports does not know "f16c").
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
+}  // namespace
+
 // Run-time ISA checks: xsimd's CPUID reading, and the compiler's, which also asks the OS
 // whether it saves the wider registers.
 bool cpu_supports(Isa isa) {
@@ -30,7 +41,7 @@ bool cpu_supports(Isa isa) {
     case Isa::avx2:
       // F16C too: the avx2 kernels widen float16 K/V with vcvtph2ps (every AVX2 CPU has it).
       return xsimd::available_architectures().fma3_avx2 && __builtin_cpu_supports("avx2") &&
-             __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+             __builtin_cpu_supports("fma") && has_f16c();
     case Isa::avx512f:
       return xsimd::available_architectures().avx512f && __builtin_cpu_supports("avx512f");
   }
