@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -72,13 +73,32 @@ inline void require_disjoint(std::initializer_list<NamedBytes> outputs,
   }
 }
 
+// The smallest magnitude `type` rounds to an infinity: halfway from its largest finite value to
+// the next power of two (f16: 65520; bf16: 0x7F7F8000, about 3.3961e38); infinity for f32.
+inline float overflow_threshold(KvType type) {
+  if (type == KvType::f16) return 65520.0f;
+  if (type == KvType::bf16) return 0x1.FFp127f;
+  return std::numeric_limits<float>::infinity();
+}
+
 // Throws when a finite element of x would become an infinity stored as `type` (float16 beyond
-// 65504, bfloat16 beyond about 3.39e38), naming the first such index and its value.
+// 65504, bfloat16 beyond about 3.39e38), naming the first such index and its value. Scans in
+// blocks with no branch inside (the compiler vectorises them), then finds the index.
 inline void require_representable(const char* field, const float* x, std::size_t count,
                                   KvType type) {
   if (type == KvType::f32) return;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (rounds_to_infinity(type, x[i])) {
+  // On the magnitude's bits: limit <= |x| < inf is one unsigned comparison.
+  const std::uint32_t low = __builtin_bit_cast(std::uint32_t, overflow_threshold(type));
+  const std::uint32_t span = 0x7F800000u - low;
+  const auto* bits = reinterpret_cast<const std::uint32_t*>(x);
+  constexpr std::size_t kBlock = 1024;
+  for (std::size_t b = 0; b < count; b += kBlock) {
+    const std::size_t end = b + kBlock < count ? b + kBlock : count;
+    std::uint32_t hits = 0;
+    for (std::size_t i = b; i < end; ++i) hits |= ((bits[i] & 0x7FFFFFFFu) - low) < span;
+    if (hits == 0) continue;
+    for (std::size_t i = b; i < end; ++i) {
+      if (!rounds_to_infinity(type, x[i])) continue;
       std::ostringstream value;
       value.precision(9);
       value << "[" << i << "] " << x[i];

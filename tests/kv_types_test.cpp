@@ -15,6 +15,7 @@
 
 #include "attnbench.hpp"
 #include "kernels/kernel_interface.hpp"
+#include "tensor_checks.hpp"
 
 namespace attnbench {
 namespace {
@@ -149,6 +150,20 @@ TEST(KvTypes, BFloat16RoundsToNearestEvenAndBack) {
     ASSERT_EQ(bits(bf16_to_float(std::uint16_t(b))), b << 16);
 }
 
+// The validation's fast scan (a magnitude threshold) agrees with the rounding itself.
+TEST(KvTypes, OverflowThresholdIsWhereRoundingOverflows) {
+  for (KvType type : {KvType::f16, KvType::bf16}) {
+    const float limit = driver::overflow_threshold(type);
+    EXPECT_TRUE(rounds_to_infinity(type, limit)) << to_string(type);
+    EXPECT_TRUE(rounds_to_infinity(type, -limit)) << to_string(type);
+    EXPECT_FALSE(rounds_to_infinity(type, std::nextafter(limit, 0.0f))) << to_string(type);
+    for (float x : float_sweep()) {
+      const bool over = std::isfinite(x) && std::fabs(x) >= limit;
+      ASSERT_EQ(rounds_to_infinity(type, x), over) << to_string(type) << " " << x;
+    }
+  }
+}
+
 TEST(KvTypes, WhatBecomesInfinite) {
   EXPECT_FALSE(rounds_to_infinity(KvType::f16, 65504.0f));
   EXPECT_FALSE(rounds_to_infinity(KvType::f16, 65519.996f));
@@ -181,6 +196,23 @@ TEST(KvTypes, SimdWideningMatchesScalarForEveryPattern) {
     table->widen_bf16(all.data(), out.data(), all.size());
     for (std::uint32_t i = 0; i < 65536; ++i)
       ASSERT_EQ(bits(out[i]), bits(bf16_to_float(all[i]))) << std::hex << i;
+  }
+}
+
+// Every ISA's vector rounding (the packing's) gives, bit for bit, the scalar rounding over the
+// sweep (its length leaves a scalar tail too).
+TEST(KvTypes, SimdRoundingMatchesScalar) {
+  const std::vector<float> xs = float_sweep();
+  std::vector<std::uint16_t> out(xs.size());
+  for (const kernels::SimdTable* table : kernels::simd_tables()) {
+    if (!cpu_supports(table->isa)) continue;
+    SCOPED_TRACE(std::string(to_string(table->isa)));
+    table->narrow_f16(xs.data(), out.data(), xs.size());
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      ASSERT_EQ(out[i], float_to_f16(xs[i])) << xs[i] << " bits " << std::hex << bits(xs[i]);
+    table->narrow_bf16(xs.data(), out.data(), xs.size());
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      ASSERT_EQ(out[i], float_to_bf16(xs[i])) << xs[i] << " bits " << std::hex << bits(xs[i]);
   }
 }
 

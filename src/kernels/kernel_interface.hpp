@@ -298,6 +298,9 @@ struct SimdTable {
   // the kernels' own vector load, for its tests.
   void (*widen_f16)(const std::uint16_t* in, float* out, std::size_t n);
   void (*widen_bf16)(const std::uint16_t* in, float* out, std::size_t n);
+  // n floats rounded to float16 / bfloat16 by the kernels' packing's vector conversion.
+  void (*narrow_f16)(const float* in, std::uint16_t* out, std::size_t n);
+  void (*narrow_bf16)(const float* in, std::uint16_t* out, std::size_t n);
 };
 
 // The descriptors, one per kernel file.

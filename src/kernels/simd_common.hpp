@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/common.hpp"
 #include "kernels/storage.hpp"
@@ -90,19 +91,97 @@ struct Simd {
       T* panel = packed + j0 * d;
       const std::size_t from = j0 > first ? j0 : first;
       const std::size_t to = min_of(j0 + NR, panels_end);
-      for (std::size_t c = 0; c < d; ++c) {
+      if constexpr (std::is_same_v<T, float>) {
+        for (std::size_t c = 0; c < d; ++c) {
+          for (std::size_t j = from; j < to; ++j)
+            panel[c * NR + (j - j0)] = j < last ? k[(j - first) * d + c] : 0.0f;
+        }
+      } else {  // each key's row rounded by the vector conversion, then spread down its column
         for (std::size_t j = from; j < to; ++j) {
-          panel[c * NR + (j - j0)] = j < last ? stored<T>(k[(j - first) * d + c]) : T{};
+          for (std::size_t c0 = 0; c0 < d; c0 += kRoundChunk) {
+            T row[kRoundChunk];
+            const std::size_t n = min_of(kRoundChunk, d - c0);
+            if (j < last) {
+              round_array(k + (j - first) * d + c0, row, n);
+            } else {
+              for (std::size_t c = 0; c < n; ++c) row[c] = T{};
+            }
+            for (std::size_t c = 0; c < n; ++c) panel[(c0 + c) * NR + (j - j0)] = row[c];
+          }
         }
       }
     }
     const std::size_t dp = padded_dim(d);
     T* pv = packed + padded_keys(capacity) * d;
     for (std::size_t j = first; j < last; ++j) {
-      for (std::size_t c = 0; c < dp; ++c) {
-        pv[j * dp + c] = c < d ? stored<T>(v[(j - first) * d + c]) : T{};
+      round_array(v + (j - first) * d, pv + j * dp, d);
+      for (std::size_t c = d; c < dp; ++c) pv[j * dp + c] = T{};
+    }
+  }
+
+  // n floats rounded to T (float: copied): F16C's vcvtps2ph (its AVX-512 form on AVX-512) for
+  // float16, round to nearest even on the integer bits for bfloat16, the scalar conversion for
+  // the tail and on SSE4.2's float16; bit for bit the scalar conversion (tested).
+  static constexpr std::size_t kRoundChunk = 64;
+  static void round_array(const float* in, float* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = in[i];
+  }
+  static void round_array(const float* in, Half* out, std::size_t n) {
+    std::size_t i = 0;
+    if constexpr (W == 16) {
+      for (; i + W <= n; i += W) {
+        const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), h);
+      }
+    } else if constexpr (W == 8) {
+      for (; i + W <= n; i += W) {
+        const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
       }
     }
+    for (; i < n; ++i) out[i] = stored<Half>(in[i]);
+  }
+  static void round_array(const float* in, BFloat16* out, std::size_t n) {
+    std::size_t i = 0;
+    if constexpr (W == 16) {
+      for (; i + W <= n; i += W) {
+        const __m512i u = _mm512_castps_si512(_mm512_loadu_ps(in + i));
+        const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+        const __m512i rounded = _mm512_srli_epi32(
+            _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+        const __m512i magnitude = _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF));
+        const __mmask16 nan = _mm512_cmpgt_epi32_mask(magnitude, _mm512_set1_epi32(0x7F800000));
+        const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+        const __m512i b = _mm512_mask_blend_epi32(nan, rounded, quiet);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(b));
+      }
+    } else if constexpr (W == 8) {
+      for (; i + W <= n; i += W) {
+        const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(in + i));
+        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+        const __m256i rounded = _mm256_srli_epi32(
+            _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+        const __m256i magnitude = _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF));
+        const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F800000));
+        const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+        const __m256i b = _mm256_blendv_epi8(rounded, quiet, nan);
+        // 8 x 32 -> 8 x 16 bits: pack within lanes, then gather the two lanes' low halves.
+        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(b, b), 0b1000);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_castsi256_si128(packed));
+      }
+    }
+    for (; i < n; ++i) out[i] = stored<BFloat16>(in[i]);
+  }
+  // n floats rounded to T through round_array: how tests reach it.
+  template <class T>
+  static void narrow_array(const float* in, std::uint16_t* out, std::size_t n) {
+    round_array(in, reinterpret_cast<T*>(out), n);
+  }
+
+  // n stored values (n a multiple of W) widened to float32 in `out` (aligned).
+  template <class T>
+  static void widen_block(const T* in, std::size_t n, float* out) {
+    for (std::size_t i = 0; i < n; i += W) load_kv(in + i).store_aligned(out + i);
   }
 
   // One vector of W stored values, widened to float32: an aligned load for float; for the 16-bit

@@ -63,6 +63,8 @@ constexpr SimdTable simd_table(Isa isa) {
       .softmax_row = Simd<Arch>::softmax_row,
       .widen_f16 = Simd<Arch>::template widen_array<Half>,
       .widen_bf16 = Simd<Arch>::template widen_array<BFloat16>,
+      .narrow_f16 = Simd<Arch>::template narrow_array<Half>,
+      .narrow_bf16 = Simd<Arch>::template narrow_array<BFloat16>,
   };
 }
 

@@ -37,6 +37,43 @@ struct TiledSimd : Simd<Arch> {
     float* m = ws.take<float>(Br);
     float* l = ws.take<float>(Br);
     float* alpha = ws.take<float>(Br);
+    // A 16-bit key block that several row groups read is widened to float32 once per row block
+    // (K^T panels and V rows, 8 x Bc x d bytes as the float32 block), not once per group; one
+    // group alone (decoding) reads the stored block directly.
+    constexpr bool kWidens = !std::is_same_v<T, float>;
+    float* kt_wide = kWidens ? ws.take<float>(round_up(Bc, S::NR) * d) : nullptr;
+    float* v_wide = kWidens ? ws.take<float>(Bc * dp) : nullptr;
+
+    // Rows [i0, i0 + br) against keys [j0, j0 + bc), the block's K^T panels at kb and V rows at
+    // vb (stored, or widened to float32).
+    auto block = [&](std::size_t i0, std::size_t br, std::size_t j0, std::size_t bc, const auto* kb,
+                     const auto* vb) {
+      for (std::size_t g = 0; g < br; g += MR) {
+        const std::size_t mr = min_of(MR, br - g);  // edge group: fewer rows
+        const auto seen = S::block_keys(head, i0 + g, mr, j0, bc);
+        if (seen.widest == 0) continue;  // no row of the group sees this block
+        S::score_group(head.q + (i0 + g) * d, mr, d, kb, seen.widest, s_tile, Bc);
+
+        bool rescale = false;
+        for (std::size_t r = 0; r < mr; ++r) {
+          float* s = s_tile + r * Bc;
+          float& m_r = m[g + r];
+          const float block_max = S::scale_and_max(s, seen.count[r], head.scale);
+          const float m_new = block_max > m_r ? block_max : m_r;
+          const float m_ref = max_reference(m_new);
+          alpha[r] = 1.0f;
+          if (m_new != m_r) {  // rescale only when the max moved
+            alpha[r] = scalar_exp(m_r - m_ref);
+            rescale = true;
+            m_r = m_new;
+          }
+          // l = l * exp(m_old - m_new) + rowsum(P)
+          l[g + r] = l[g + r] * alpha[r] + S::exp_and_sum(s, seen.count[r], m_ref);
+        }
+        // O = O * exp(m_old - m_new) + P V
+        S::blend_group(mr, seen, s_tile, Bc, vb, dp, rescale ? alpha : nullptr, o_acc + g * dp);
+      }
+    };
 
     for (std::size_t i0 = rows.begin; i0 < rows.end; i0 += Br) {
       const std::size_t br = min_of(Br, rows.end - i0);  // edge block: fewer rows
@@ -50,31 +87,12 @@ struct TiledSimd : Simd<Arch> {
 
       for (std::size_t j0 = keys.begin; j0 < last_key; j0 += Bc) {
         const std::size_t bc = min_of(Bc, last_key - j0);  // edge block: fewer keys
-        for (std::size_t g = 0; g < br; g += MR) {
-          const std::size_t mr = min_of(MR, br - g);  // edge group: fewer rows
-          const auto seen = S::block_keys(head, i0 + g, mr, j0, bc);
-          if (seen.widest == 0) continue;  // no row of the group sees this block
-          S::score_group(head.q + (i0 + g) * d, mr, d, kt + j0 * d, seen.widest, s_tile, Bc);
-
-          bool rescale = false;
-          for (std::size_t r = 0; r < mr; ++r) {
-            float* s = s_tile + r * Bc;
-            float& m_r = m[g + r];
-            const float block_max = S::scale_and_max(s, seen.count[r], head.scale);
-            const float m_new = block_max > m_r ? block_max : m_r;
-            const float m_ref = max_reference(m_new);
-            alpha[r] = 1.0f;
-            if (m_new != m_r) {  // rescale only when the max moved
-              alpha[r] = scalar_exp(m_r - m_ref);
-              rescale = true;
-              m_r = m_new;
-            }
-            // l = l * exp(m_old - m_new) + rowsum(P)
-            l[g + r] = l[g + r] * alpha[r] + S::exp_and_sum(s, seen.count[r], m_ref);
-          }
-          // O = O * exp(m_old - m_new) + P V
-          S::blend_group(mr, seen, s_tile, Bc, v + j0 * dp, dp, rescale ? alpha : nullptr,
-                         o_acc + g * dp);
+        if (kWidens && br > MR) {
+          S::widen_block(kt + j0 * d, round_up(bc, S::NR) * d, kt_wide);
+          S::widen_block(v + j0 * dp, bc * dp, v_wide);
+          block(i0, br, j0, bc, kt_wide, v_wide);
+        } else {
+          block(i0, br, j0, bc, kt + j0 * d, v + j0 * dp);
         }
       }
 
