@@ -5,12 +5,16 @@ altered copies (a smaller L3, an n = 4096 prefill), and the section "Decoding ag
 the report built with the fixture next to the results, or without it."""
 from __future__ import annotations
 
+import copy
 import json
 import tempfile
 import unittest
 from pathlib import Path
 
+import numpy as np
+
 import support
+import analysis_decode as ad
 import loader
 import loader_decode as ld
 
@@ -84,6 +88,107 @@ class Loader(unittest.TestCase):
     def test_absent_next_to_a_run(self):
         run = loader.load([support.FIXTURE]).runs[0]
         self.assertIsNone(ld.load_next_to(run))
+
+
+def altered(l3_bytes=None, prefill_n=None) -> dict:
+    """A copy of the fixture with a smaller L3 in its context, or its prefill points renamed to another n."""
+    data = copy.deepcopy(RAW)
+    if l3_bytes is not None:
+        for cache in data["context"]["caches"]:
+            if cache["level"] == 3:
+                cache["size"] = l3_bytes
+    if prefill_n is not None:
+        for b in data["benchmarks"]:
+            for key in ("name", "run_name"):
+                b[key] = b[key].replace("/n:1024/", f"/n:{prefill_n}/")
+    return data
+
+
+LLAMA = "decode/tiled/simd/avx512f/layout:llama/rows:1/kv:16384/type:{}/threads:2"
+
+
+class Analysis(unittest.TestCase):
+    """analysis_decode's numbers at chosen points, recomputed here from the raw JSON and the shapes."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.window = ld.load_file(FIXTURE)
+        cls.machine = cls.window.run
+
+    def row(self, **key):
+        return next(r for r in ad.rows(self.window) if all(getattr(r, k) == v for k, v in key.items()))
+
+    def test_one_point_from_the_raw_json(self):
+        f32, f16 = raw(LLAMA.format("f32")), raw(LLAMA.format("f16"))
+        kv_bytes = 8 * 16384 * 128 * 2 * 4  # kv_heads × kv × d × (K and V) × fp32 bytes
+        self.assertEqual(f32["kv_bytes"], kv_bytes)
+        self.assertAlmostEqual(kv_bytes / (f32["call_us"] * 1e-6) / 1e9, f32["GB/s"], places=6)
+        row = self.row(layout="llama", rows=1, kv=16384, threads=2)
+        self.assertAlmostEqual(row.speedup("f16"), f32["token_us"] / f16["token_us"])
+        self.assertAlmostEqual(row.speedup("f16"), 2.0695, places=3)
+        p = row.points["f32"]
+        flops = 4 * 128 * 32 * 16384  # 4·d per score, 32 query heads × 1 row × 16384 keys
+        self.assertAlmostEqual(ad.gflops(p), flops / (f32["call_us"] * 1e3))
+        self.assertAlmostEqual(ad.pct_peak(self.machine, p), 100 * flops / (f32["call_us"] * 1e3) / 353.712409)
+        self.assertAlmostEqual(ad.flop_per_byte(p), 2.0)  # 4 query heads per K/V head: 4 · 4d / (2 · 4d)
+        self.assertEqual(ad.point_tier(self.machine, p), "L3")  # 134 MB: above 2 × 2 MiB of L2, under 260 MiB
+
+    def test_tiers_and_the_shared_l3(self):
+        self.assertEqual(ad.tier(self.machine, 2 * 2 ** 20, 1), "L2")  # head, f16, kv 4096: exactly one L2
+        self.assertEqual(ad.tier(self.machine, 4 * 2 ** 20, 1), "L3")
+        self.assertEqual(ad.tier(self.machine, 4 * 2 ** 20, 2), "L2")  # two cores' private L2s
+        self.assertEqual(ad.tier(self.machine, 261 * 2 ** 20, 2), "beyond L3")
+        self.assertTrue(ad.l3_shared_and_huge(self.machine))  # 260 MiB over 2 CPUs
+        self.assertFalse(ad.l3_shared_and_huge(window_of(altered(l3_bytes=32 * 2 ** 20)).run))
+
+    def test_rows_per_kv_head_and_the_fixed_cost(self):
+        groups = ad.intensities(self.window, "tiled/simd/avx512f")
+        self.assertEqual([g.rows_per_kv_head for g in groups], [1, 4, 16])
+        name = "decode/tiled/simd/avx512f/layout:head/rows:1/kv:{}/type:{}/threads:{}"
+        ratios = [raw(name.format(kv, "f32", t))["token_us"] / raw(name.format(kv, "f16", t))["token_us"]
+                  for kv in (4096, 16384) for t in (1, 2)]
+        self.assertAlmostEqual(groups[0].speedup["f16"], float(np.median(ratios)))
+        fit = next(f for f in ad.call_fits(self.window, "tiled/simd/avx512f")
+                   if (f.smallest.layout, f.smallest.rows, f.smallest.dtype, f.smallest.threads) == ("head", 1, "f32", 2))
+        (b1, c1), (b2, c2) = [(raw(name.format(kv, "f32", 2))["kv_bytes"], raw(name.format(kv, "f32", 2))["call_us"])
+                              for kv in (4096, 16384)]
+        self.assertAlmostEqual(fit.fixed_us, c1 - b1 * (c2 - c1) / (b2 - b1), places=6)
+        self.assertAlmostEqual(fit.marginal_gbs, (b2 - b1) / (c2 - c1) / 1e3, places=6)
+
+    def test_generation_and_prefill(self):
+        step = next(s for s in ad.steps(self.window) if (s.point.dtype, s.point.threads) == ("f32", 1))
+        gen = raw("generate/tiled/simd/avx512f/layout:llama/start:4096/tokens:64/type:f32/threads:1")
+        middle = gen["kv_bytes_end"] * (4096 + 32) / (4096 + 64)
+        self.assertAlmostEqual(step.median_bytes, middle)
+        self.assertAlmostEqual(step.gbs, middle / gen["token_us"] / 1e3)
+        twin = raw("decode/tiled/simd/avx512f/layout:llama/rows:1/kv:4096/type:f32/threads:1")
+        self.assertAlmostEqual(step.over_twin, gen["token_us"] / twin["call_us"])
+        pre = next(p for p in ad.prefills(self.window) if p.threads == 1)
+        name = "prefill/tiled/simd/avx512f/n:1024/d:128/type:{}/threads:1"
+        self.assertAlmostEqual(pre.ratio("f16"), raw(name.format("f16"))["GFLOP/s"] / raw(name.format("f32"))["GFLOP/s"])
+        self.assertAlmostEqual(pre.pack_share("f16"), raw(name.format("f16"))["pack_ms"] * 1e3
+                               / raw(name.format("f16"))["real_time"])
+
+    def test_noise(self):
+        cvs = [b["real_time"] for b in RAW["benchmarks"] if b["aggregate_name"] == "cv"]
+        self.assertEqual(len(ad.noisy(self.window)), sum(cv > 0.05 for cv in cvs))
+
+    def test_targets_cannot_be_read_from_the_quick_run(self):
+        self.assertEqual(ad.targets(self.window), {"bandwidth": [], "speedup": [], "prefill": []})
+
+    def test_targets_with_a_smaller_l3_and_an_n_4096_prefill(self):
+        data = altered(l3_bytes=32 * 2 ** 20, prefill_n=4096)
+        targets = ad.targets(window_of(data))
+        # beyond 32 MiB on 2 threads: the llama layout at kv 16384 (134 MB fp32, 67 MB 16-bit), rows 1 and 4
+        self.assertEqual(len(targets["bandwidth"]), 6)
+        self.assertEqual({t.point.kv for t in targets["bandwidth"]}, {16384})
+        self.assertFalse(any(t.met for t in targets["bandwidth"]))
+        self.assertEqual(targets["bandwidth"][0].measured, raw(LLAMA.format("f32"))["pct_triad"])
+        speedups = {(t.point.rows, t.point.dtype): (round(t.measured, 2), t.met) for t in targets["speedup"]}
+        self.assertEqual(speedups, {(1, "f16"): (2.07, True), (1, "bf16"): (1.79, True), (4, "f16"): (1.22, False),
+                                    (4, "bf16"): (1.24, False)})
+        self.assertEqual([(t.point.threads, round(t.measured, 3), t.met) for t in targets["prefill"]],
+                         [(1, 0.511, False), (2, 0.388, False)])
 
 
 if __name__ == "__main__":
