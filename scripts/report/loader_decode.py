@@ -155,7 +155,10 @@ def load_file(path: Path, index: int = 0, label: str = "") -> DecodeWindow:
     """Read a decode.json. Raises ValueError, naming the file, for JSON that is not the window's."""
     path = Path(path)
     with open(path, encoding="utf-8") as f:
-        data = json.load(f)
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not JSON ({error})") from None
     if not isinstance(data, dict) or "benchmarks" not in data:
         raise ValueError(f"{path}: not Google Benchmark JSON (no 'benchmarks')")
     run = loader.Run(index=index, label=label or path.parent.name, path=path, context=data.get("context", {}))

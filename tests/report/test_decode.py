@@ -6,17 +6,24 @@ the report built with the fixture next to the results, or without it."""
 from __future__ import annotations
 
 import copy
+import io
 import json
+import shutil
 import tempfile
 import unittest
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import numpy as np
 
 import support
 import analysis_decode as ad
+import formatting as fmt
 import loader
 import loader_decode as ld
+import narrative_decode
+import report
+from document import Document
 
 FIXTURE = support.ROOT / "tests" / "fixtures" / "quick_decode.json"
 RAW = json.loads(FIXTURE.read_text(encoding="utf-8"))
@@ -24,7 +31,8 @@ RAW = json.loads(FIXTURE.read_text(encoding="utf-8"))
 
 def raw(name: str, aggregate: str = "median") -> dict:
     """The fixture's aggregate entry of the point whose run_name starts with `name` + "/"."""
-    return next(b for b in RAW["benchmarks"] if b["run_name"].startswith(name + "/") and b["aggregate_name"] == aggregate)
+    return next(b for b in RAW["benchmarks"]
+                if b["run_name"].startswith(name + "/") and b["aggregate_name"] == aggregate)
 
 
 def window_of(data: dict) -> ld.DecodeWindow:
@@ -48,7 +56,8 @@ class Loader(unittest.TestCase):
                           "repeats:3/manual_time")
         self.assertEqual((c["family"], c["kernel"], c["rows"], c["kv"], c["tokens"]), ("generate", "tiled/simd/avx2", 1,
                                                                                         4096, 64))
-        c = ld.parse_name("prefill/tiled/simd/avx512f/n:1024/d:128/type:f32/threads:2/min_time:0.050/repeats:3/real_time")
+        c = ld.parse_name("prefill/tiled/simd/avx512f/n:1024/d:128/type:f32/threads:2/min_time:0.050/repeats:3/"
+                          "real_time")
         self.assertEqual((c["family"], c["rows"], c["kv"], c["d"], c["layout"]), ("prefill", 1024, 1024, 128, "head"))
         for bad in ("tiled/simd/n:64/d:8/threads:1/causal:0", "decode/tiled/simd/layout:head/kv:64/type:f32/threads:1",
                     "decode/tiled/simd/layout:wide/rows:1/kv:64/type:f32/threads:1",
@@ -74,8 +83,8 @@ class Loader(unittest.TestCase):
         reps = [{"name": name, "run_name": name, "run_type": "iteration", "repetitions": 2, "real_time": t,
                  "time_unit": "ms", "token_us": t * 1e3, "kv_bytes": 32768.0} for t in (1.0, 3.0)]
         failed = "prefill/tiled/simd/avx2/n:64/d:128/type:bf16/threads:1/repeats:2/real_time"
-        errors = [{"name": failed, "run_name": failed, "run_type": "iteration", "repetitions": 2, "error_occurred": True,
-                   "error_message": "failed: cache full"}] * 2
+        errors = [{"name": failed, "run_name": failed, "run_type": "iteration", "repetitions": 2,
+                   "error_occurred": True, "error_message": "failed: cache full"}] * 2
         w = window_of({"context": {}, "benchmarks": reps + errors})
         p = w.table.one(family="decode")
         self.assertEqual((p.value("time_us"), p.value("token_us")), (2000.0, 2000.0))
@@ -149,7 +158,8 @@ class Analysis(unittest.TestCase):
                   for kv in (4096, 16384) for t in (1, 2)]
         self.assertAlmostEqual(groups[0].speedup["f16"], float(np.median(ratios)))
         fit = next(f for f in ad.call_fits(self.window, "tiled/simd/avx512f")
-                   if (f.smallest.layout, f.smallest.rows, f.smallest.dtype, f.smallest.threads) == ("head", 1, "f32", 2))
+                   if (f.smallest.layout, f.smallest.rows, f.smallest.dtype, f.smallest.threads)
+                   == ("head", 1, "f32", 2))
         (b1, c1), (b2, c2) = [(raw(name.format(kv, "f32", 2))["kv_bytes"], raw(name.format(kv, "f32", 2))["call_us"])
                               for kv in (4096, 16384)]
         self.assertAlmostEqual(fit.fixed_us, c1 - b1 * (c2 - c1) / (b2 - b1), places=6)
@@ -165,7 +175,8 @@ class Analysis(unittest.TestCase):
         self.assertAlmostEqual(step.over_twin, gen["token_us"] / twin["call_us"])
         pre = next(p for p in ad.prefills(self.window) if p.threads == 1)
         name = "prefill/tiled/simd/avx512f/n:1024/d:128/type:{}/threads:1"
-        self.assertAlmostEqual(pre.ratio("f16"), raw(name.format("f16"))["GFLOP/s"] / raw(name.format("f32"))["GFLOP/s"])
+        self.assertAlmostEqual(pre.ratio("f16"),
+                               raw(name.format("f16"))["GFLOP/s"] / raw(name.format("f32"))["GFLOP/s"])
         self.assertAlmostEqual(pre.pack_share("f16"), raw(name.format("f16"))["pack_ms"] * 1e3
                                / raw(name.format("f16"))["real_time"])
 
@@ -189,6 +200,112 @@ class Analysis(unittest.TestCase):
                                     (4, "bf16"): (1.24, False)})
         self.assertEqual([(t.point.threads, round(t.measured, 3), t.met) for t in targets["prefill"]],
                          [(1, 0.511, False), (2, 0.388, False)])
+
+
+def section_text(window) -> str:
+    """The section's text built alone (no figures): its paragraphs, bullets and table cells."""
+    doc = Document("t", "s")
+    narrative_decode.section(doc, window, {})
+    out = []
+    for block in doc.sections[0].blocks:
+        out += [block.text] if block.kind == "paragraph" else block.items if block.kind == "bullets" else \
+            [block.caption] + [" | ".join(row) for row in block.rows]
+    return "\n".join(out)
+
+
+class Report(unittest.TestCase):
+    """The report of the backward fixture's run with the decode fixture next to it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.run_dir = Path(tempfile.mkdtemp(prefix="decode-run-", dir=support.output_root()))
+        for source, name in ((support.BACKWARD_FIXTURE, "results.json"), (FIXTURE, ld.FILE_NAME)):
+            shutil.copy(source, cls.run_dir / name)
+        with redirect_stdout(io.StringIO()):
+            cls.status = report.main([str(cls.run_dir)])
+        cls.md = (cls.run_dir / "report.md").read_text(encoding="utf-8")
+        cls.section = cls.md.split(f"\n## {narrative_decode.TITLE}\n")[1].split("\n## ")[0]
+        cls.window = ld.load_file(FIXTURE)
+
+    def test_section_after_the_backward_with_its_figures(self):
+        self.assertEqual(self.status, 0)
+        titles = [line[3:] for line in self.md.splitlines() if line.startswith("## ")]
+        self.assertEqual(titles[titles.index("The backward pass") + 1], narrative_decode.TITLE)
+        for stem in narrative_decode.FIGURES:
+            self.assertTrue((self.run_dir / f"{stem}.png").is_file(), stem)
+            self.assertTrue((self.run_dir / f"{stem}.svg").is_file(), stem)
+            self.assertIn(f"]({stem}.png)", self.section)
+        page = (self.run_dir / "report.html").read_text(encoding="utf-8")
+        self.assertIn('<section id="decoding-against-a-kv-cache">', page)
+        self.assertIn('<figure id="fig11_decode_time_per_token"', page)
+
+    def test_numbers_are_the_analysis(self):
+        self.assertIn("**Intel(R) Xeon(R) Processor** (2 CPUs)", self.section)
+        self.assertIn("13.6 GB/s on 1 thread, 27.1 GB/s on 2 threads (all)", self.section)
+        row = next(r for r in ad.rows(self.window) if (r.layout, r.rows, r.kv, r.threads) == ("llama", 1, 16384, 2))
+        self.assertIn(f"llama, rows:1, kv 16,384, fp16, 2 threads (all) at {fmt.ratio(row.speedup('f16'))}",
+                      self.section)
+        self.assertIn("2.07x", self.section)
+        self.assertIn("136 MB per CPU of this run", self.section)  # the shared, huge L3
+        self.assertEqual(self.section.count("cannot be read from this run"), 3)
+        self.assertIn("it has n = 1,024; there fp16 reaches 0.511x on 1 thread, 0.388x on 2 threads (all)",
+                      self.section)
+        summary = self.md.split("## Summary")[1].split("\n## ")[0]
+        self.assertIn("Decoding against a KV cache (`tiled/simd/avx512f`, `decode.json`)", summary)
+
+    def test_targets_read_where_the_run_has_their_points(self):
+        text = section_text(window_of(altered(l3_bytes=32 * 2 ** 20, prefill_n=4096)))
+        self.assertNotIn("cannot be read", text)
+        self.assertIn("decode reads K/V at ≥ 75% of the triad: not met (0 of 6 points)", text)
+        self.assertIn("as fast as fp32: not met (2 of 4 points) (llama, rows:1, kv 16,384, fp16, 2 threads (all): "
+                      "2.07x", text)
+        self.assertIn("fp16 ≥ 0.900x the fp32 GFLOP/s: not met (0 of 2 points) (1 thread: 0.511x", text)
+
+    def test_a_second_kernel_and_more_start_lengths(self):
+        """As the full preset writes them: `tiled/simd/avx2` by name beside the dispatched kernel, and the
+        generation loop from several start lengths (here a second one, made from the first)."""
+        data = copy.deepcopy(RAW)
+        extra = []
+        for b in RAW["benchmarks"]:
+            times = ("real_time", "call_us", "token_us", "first_us", "last_us")
+            avx2 = {k: v.replace("avx512f", "avx2") if k in ("name", "run_name") else v for k, v in b.items()}
+            extra.append(dict(avx2, **{k: b[k] * 1.5 for k in times if k in b and b["aggregate_name"] != "cv"}))
+            if b["run_name"].startswith("generate/"):
+                longer = {k: v.replace("start:4096", "start:16384") if k in ("name", "run_name") else v
+                          for k, v in b.items()}
+                longer.update({k: b[k] * 3 for k in times if k in b and b["aggregate_name"] != "cv"},
+                              kv_bytes_end=b["kv_bytes_end"] * (16384 + 64) / (4096 + 64))
+                extra.append(longer)
+        data["benchmarks"] += extra
+        window = window_of(data)
+        self.assertEqual([k for k, _, _ in ad.kernel_ratios(window)], ["tiled/simd/avx2"])
+        self.assertEqual(len(ad.step_fits(window, "tiled/simd/avx512f")), 6)
+        text = section_text(window)
+        self.assertIn("(and `tiled/simd/avx2` by name)", text)
+        self.assertIn("`tiled/simd/avx2` takes 1.50x its time per call (median over 48 points)", text)
+        self.assertIn("as if each added byte were read at", text)
+        import fig_decode_bandwidth
+        import fig_decode_time
+
+        for module in (fig_decode_time, fig_decode_bandwidth):
+            self.assertTrue(module.draw(window, window.path.parent).png.is_file())
+
+    def test_without_decode_json(self):
+        md = (support.fixture_report() / "report.md").read_text(encoding="utf-8")
+        self.assertNotIn(narrative_decode.TITLE, md)
+        self.assertFalse((support.fixture_report() / "fig11_decode_time_per_token.png").exists())
+        self.assertIsNone(narrative_decode.summary_item(None))
+
+    def test_unreadable_decode_json_is_left_out(self):
+        folder = Path(tempfile.mkdtemp(prefix="attnbench-decode-", dir=support.output_root()))
+        shutil.copy(support.FIXTURE, folder / "results.json")
+        (folder / ld.FILE_NAME).write_text("{not json", encoding="utf-8")
+        run = loader.load([folder]).runs[0]
+        err = io.StringIO()
+        with redirect_stderr(err):
+            self.assertIsNone(report.load_decode(run))
+        self.assertIn("decode.json", err.getvalue())
+        self.assertIn("leaves out its decode section", err.getvalue())
 
 
 if __name__ == "__main__":
