@@ -212,9 +212,10 @@ def decode_style(kernel_rank: int, dtype: str) -> dict:
 
 def decode_grid(window, ylabel: str, suptitle: str, panel, extra_legend: list = (), log_y: bool = True):
     """One panel per thread count (rows) and (layout, query rows) (columns) of the window's decode
-    points against the K/V bytes one call reads (log; y log too unless `log_y` is False), with the L2 and L3 sizes (what the threads'
-    cores hold) as vertical lines. `panel(ax, series, threads, layout, rows)` draws the rest on the
-    axes, their x limits set, where `series` is [(kernel rank, dtype, points by bytes)]. The figure, its legend drawn; the caller saves it."""
+    points against the K/V bytes one call reads (log; y log too unless `log_y` is False), with the L2
+    and L3 sizes (what the threads' cores hold) as vertical lines. `panel(ax, series, threads, layout,
+    rows)` draws the rest on the axes, their x limits set, where `series` is [(kernel rank, dtype,
+    points by bytes)]. The figure, its legend drawn; the caller saves it."""
     import analysis_decode as ad
 
     points = ad.decode(window)
