@@ -16,7 +16,6 @@ The points load into a loader.Table, so the decode analysis filters them as the 
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -84,13 +83,7 @@ def parse_name(name: str) -> dict:
     ValueError for a name of another family or without its columns."""
     name = _AGGREGATE_SUFFIX.sub("", name)
     family, _, rest = name.partition("/")
-    kernel_parts, args = [], {}
-    for token in rest.split("/"):
-        if ":" in token:
-            key, _, value = token.partition(":")
-            args[key] = value
-        elif not args:
-            kernel_parts.append(token)
+    kernel_parts, args = loader.split_name(rest)
     need = {"decode": ("layout", "rows", "kv"), "generate": ("layout", "start", "tokens"), "prefill": ("n", "d")}
     missing = [key for key in need.get(family, ()) + ("type", "threads") if key not in args]
     if family not in FAMILIES or len(kernel_parts) < 2 or missing:
@@ -154,11 +147,7 @@ class DecodeWindow:
 def load_file(path: Path, index: int = 0, label: str = "") -> DecodeWindow:
     """Read a decode.json. Raises ValueError, naming the file, for JSON that is not the window's."""
     path = Path(path)
-    with open(path, encoding="utf-8") as f:
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: not JSON ({error})") from None
+    data = loader.read_json(path)
     if not isinstance(data, dict) or "benchmarks" not in data:
         raise ValueError(f"{path}: not Google Benchmark JSON (no 'benchmarks')")
     run = loader.Run(index=index, label=label or path.parent.name, path=path, context=data.get("context", {}))
