@@ -236,8 +236,8 @@ def _caches(s, window, name: str) -> None:
         slower = [b for _, b in pairs if ad.point_tier(run, b) == "L3" and b.value("pct_triad") < 100]
         if slower:
             text += (f"; at {fmt.bytes_(large_bytes)} slower than the triad though under the L3's size" + (
-                     ": this shared L3 does not keep them, and its nominal size does not tell what is read from "
-                     "cache." if ad.l3_shared_and_huge(run) else "."))
+                     ": in this shared L3, fitting under its nominal size does not mean being read from cache."
+                     if ad.l3_shared_and_huge(run) else "."))
         else:
             text += "."
     s.add(Paragraph(text))
