@@ -7,9 +7,10 @@ one). What the figures and the text compute from these numbers is in analysis_de
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
+
+from loader import read_json
 
 FILE_NAME = "demos.json"
 NAMES = ("softmax", "bottleneck", "alignment", "quadratic", "order", "uniform", "copy")  # `demo all` order
@@ -47,11 +48,7 @@ def load(path: Path) -> dict:
     """demos.json -> {name: demo} in `demo all` order, the non-finite strings as floats. Raises
     ValueError (naming the file, the demo and the field) for a file that is not the demos' JSON."""
     path = Path(path)
-    with open(path, encoding="utf-8") as f:
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON ({e})") from None
+    data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("demos"), dict):
         raise ValueError(f"{path}: not attnbench demo JSON (no 'demos' object)")
     demos = {}

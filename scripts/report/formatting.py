@@ -33,6 +33,11 @@ def ms(x: float) -> str:
     return "n/a" if x is None or not math.isfinite(x) else f"{sig(x)} ms"
 
 
+def us(x: float) -> str:
+    """Microseconds: 150.8 -> "151 µs"."""
+    return "n/a" if x is None or not math.isfinite(x) else f"{sig(x)} µs"
+
+
 def pct(x: float, digits: int = 1) -> str:
     """A percentage given in percent (50 -> "50.0%")."""
     return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}f}%"

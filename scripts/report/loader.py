@@ -211,6 +211,29 @@ def kernel_sort_key(kernel: str) -> tuple:
     return (rank(_BACKEND_ORDER, backend), rank(_ISA_ORDER, isa), rank(_STRATEGY_ORDER, strategy), kernel)
 
 
+def split_name(name: str) -> tuple:
+    """A name without its aggregate suffix -> (the bare tokens before the first `key:value`, {key:
+    value}): `tiled/simd/avx2/n:128/d:64/real_time` gives (["tiled", "simd", "avx2"], {"n": "128", "d":
+    "64"}). Bare tokens after the arguments (real_time, manual_time) carry no column."""
+    bare, args = [], {}
+    for token in name.split("/"):
+        if ":" in token:
+            key, _, value = token.partition(":")
+            args[key] = value
+        elif not args:
+            bare.append(token)
+    return bare, args
+
+
+def read_json(path: Path):
+    """A JSON file's data; ValueError naming the file when it is not JSON."""
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not valid JSON ({error})") from None
+
+
 def parse_name(name: str) -> dict:
     """Split a benchmark name into its columns. For example
     `tiled/simd/avx2/n:128/d:64/threads:1/causal:0/iterations:1/repeats:3/real_time_cv` gives kernel
@@ -221,14 +244,7 @@ def parse_name(name: str) -> dict:
     aggregate = match.group(1) if match else None
     if match:
         name = name[: match.start()]
-    kernel_parts, args = [], {}
-    for token in name.split("/"):
-        if ":" in token:
-            key, _, value = token.partition(":")
-            args[key] = value
-        elif not args:
-            kernel_parts.append(token)
-        # bare tokens after the arguments (real_time, manual_time) carry no column
+    kernel_parts, args = split_name(name)
     if "n" in args:
         args.setdefault("q", args["n"])
         args.setdefault("kv", args["n"])

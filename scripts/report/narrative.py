@@ -4,9 +4,10 @@ vocabulary of attention: the n x n score matrix, the softmax passes, memory traf
 This module holds the section order; the sections are written by narrative_overview (summary,
 machine), narrative_concepts (the demos), narrative_time_memory (time, crossover, memory),
 narrative_throughput (GFLOP/s, winners, speedups, roofline, threads), narrative_shapes (causal,
-decoding, grouped-query), narrative_backward (the backward pass) and narrative_method (noise,
+decoding, grouped-query), narrative_backward (the backward pass), narrative_decode (the decode
+window: decoding against a KV cache) and narrative_method (noise,
 skipped points, method). Every number they quote is computed by the analysis modules (analysis,
-analysis_memory, analysis_throughput, analysis_backward, analysis_demos), which the fig_* modules
+analysis_memory, analysis_throughput, analysis_backward, analysis_decode, analysis_demos), which the fig_* modules
 read too; the section modules only format and phrase it. Every section but the backward's, noise,
 skipped points and method reads the forward pass's points only.
 """
@@ -17,6 +18,7 @@ import demos as demo_data
 import narrative_backward
 import narrative_concepts
 import narrative_contenders
+import narrative_decode
 import narrative_method
 import narrative_overview
 import narrative_shapes
@@ -26,10 +28,12 @@ from document import Document, Paragraph
 from loader import Table as Points
 
 
-def build(table: Points, figures: dict, demos: dict | None = None, windows: list | None = None) -> Document:
+def build(table: Points, figures: dict, demos: dict | None = None, windows: list | None = None,
+          decode=None) -> Document:
     """figures: {stem: FigureFile} as written by the fig_* modules; demos: demos.load()'s numbers
     (their figures in `figures` too) for the Concepts section, or None to leave it out; windows: the
-    contenders' windows (loader.load_windows) for "Against the alternatives" and the headline."""
+    contenders' windows (loader.load_windows) for "Against the alternatives" and the headline; decode:
+    the decode window (loader_decode.load_next_to) for "Decoding against a KV cache", or None."""
     run = table.runs[0]
     ctx = run.context
     all_threads = analysis.threads_all(table)
@@ -44,7 +48,8 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
                   f"{len(table.skipped())} skipped); every number below is computed from that file"
                   + (f", those of the Concepts section from `{demo_data.FILE_NAME}` next to it." if demos else ".")),
     )
-    narrative_overview.summary(doc, matrix, table, all_threads, (narrative_backward.summary_item(table, all_threads),))
+    more = (narrative_backward.summary_item(table, all_threads), narrative_decode.summary_item(decode))
+    narrative_overview.summary(doc, matrix, table, all_threads, tuple(item for item in more if item))
     headline = narrative_contenders.headline(windows or [])
     if headline:  # the summary's headline: the lead over the strongest peer, not over our own baseline
         summary = doc.sections[-1]
@@ -73,6 +78,7 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
     narrative_shapes.decode_and_gqa(doc, forward, all_threads)
     if len(matrix.measured()):
         narrative_backward.section(doc, table, figures, all_threads)
+    narrative_decode.section(doc, decode, figures)
     narrative_method.noise(doc, table)
     narrative_method.skipped(doc, table)
     narrative_method.method(doc, table)

@@ -196,3 +196,72 @@ def _spread(ax, items: list, gap: float, log_high: float) -> None:
     for (x, y, text, color), ly in zip(items, ys):
         ax.annotate(text, xy=(x, y), xytext=(x * 1.12, 10 ** ly), color=color, fontsize=8,
                     va="center", ha="left")
+
+
+# --- the decode window ----------------------------------------------------------------------------
+
+TYPE_COLORS = {"f32": "#1f77b4", "f16": "#d62728", "bf16": "#2ca02c"}  # K/V storage types
+_KERNEL_LINES = ("-", "--", ":")
+
+
+def decode_style(kernel_rank: int, dtype: str) -> dict:
+    """A decode series: its storage type's colour; the window's kernel solid with circles, others dashed."""
+    return {"color": TYPE_COLORS.get(dtype, "black"), "linestyle": _KERNEL_LINES[kernel_rank % len(_KERNEL_LINES)],
+            "marker": "os^"[kernel_rank % 3]}
+
+
+def decode_grid(window, ylabel: str, suptitle: str, panel, extra_legend: list = (), log_y: bool = True):
+    """One panel per thread count (rows) and (layout, query rows) (columns) of the window's decode
+    points against the K/V bytes one call reads (log; y log too unless `log_y` is False), with the L2
+    and L3 sizes (what the threads' cores hold) as vertical lines. `panel(ax, series, threads, layout,
+    rows)` draws the rest on the axes, their x limits set, where `series` is [(kernel rank, dtype,
+    points by bytes)]. The figure, its legend drawn; the caller saves it."""
+    import analysis_decode as ad
+
+    points = ad.decode(window)
+    threads = points.values("threads")
+    shapes = sorted({(p.layout, p.rows) for p in points}, key=lambda s: (s[0] != "head", s[1]))
+    kernels, types = points.values("kernel"), [t for t in ad.TYPES if t in points.values("dtype")]
+    all_threads, run = ad.threads_all(window), window.run
+    fig, axes = plt.subplots(len(threads), len(shapes), figsize=(4.0 * len(shapes), 3.5 * len(threads)),
+                             squeeze=False, sharex=True)
+    have = ad.caches(run)
+    limits = [min(p.value("kv_bytes") for p in points) / 1.6,
+              1.6 * max([p.value("kv_bytes") for p in points] + [c.capacity(max(threads)) for c in have.values()
+                                                                   if c.level >= 2])]
+    for row, t in enumerate(threads):
+        for col, (layout, rows) in enumerate(shapes):
+            ax = axes[row][col]
+            series = []
+            for rank, kernel in enumerate(kernels):
+                for dtype in types:
+                    mine = sorted(points.where(kernel=kernel, layout=layout, rows=rows, dtype=dtype, threads=t),
+                                  key=lambda p: p.value("kv_bytes"))
+                    if mine:
+                        series.append((rank, dtype, mine))
+            ax.set_xscale("log")
+            ax.set_yscale("log" if log_y else "linear")
+            ax.set_xlim(*limits)
+            panel(ax, series, t, layout, rows)
+            for level in (2, 3):
+                if level in have:
+                    size = have[level].capacity(t)
+                    ax.axvline(size, color="0.35", linewidth=0.9, linestyle="-.")
+                    ax.text(size, 0.98, f" L{level} {formatting.bytes_(size)}", transform=ax.get_xaxis_transform(),
+                            rotation=90, va="top", ha="right", fontsize=7, color="0.3")
+            bytes_axis(ax.xaxis)
+            ax.set_title(f"{layout}, rows:{rows}, {threads_label(t, all_threads)}")
+            ax.set_xlabel("K/V bytes one call reads")
+            ax.set_ylabel(ylabel)
+    fig.suptitle(suptitle)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], **decode_style(rank, dtype), markersize=5)
+               for rank in range(len(kernels)) for dtype in types]
+    labels = [f"{kernel}, {dtype}" if len(kernels) > 1 else dtype for kernel in kernels for dtype in types]
+    for handle, label in extra_legend:
+        handles.append(handle)
+        labels.append(label)
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(6, len(labels)),
+               frameon=False)
+    return fig

@@ -6,7 +6,8 @@
 One run: report.md (GitHub Markdown, figures as PNG links), report.html (one self-contained page,
 figures inlined as SVG) and the figures fig1..fig7 as PNG and SVG, written next to the JSON (or
 into DIR), with fig9 and fig10 and the section "The backward pass" when the run has backward points; with the contenders' windows next to it (contenders.json, python_contenders.json), the
-section "Against the alternatives" and its figure fig8_contenders; when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
+section "Against the alternatives" and its figure fig8_contenders; with the decode window next to it
+(decode.json), the section "Decoding against a KV cache" and its figures fig11 and fig12; when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
 section too, with its figures concepts_*. Several runs: a side-by-side comparison of machines or
 commits (GFLOP/s at the points the runs share, with ratios, and figures overlaying the runs),
 written to a compare-* folder in the first run's folder (or into DIR). Run with Debian's /usr/bin/python3 (matplotlib, numpy, jinja2).
@@ -28,6 +29,8 @@ import fig_backward_gflops  # noqa: E402
 import fig_backward_ratio  # noqa: E402
 import fig_concepts  # noqa: E402
 import fig_contenders  # noqa: E402
+import fig_decode_bandwidth  # noqa: E402
+import fig_decode_time  # noqa: E402
 import fig_gflops  # noqa: E402
 import fig_heatmap  # noqa: E402
 import fig_memory  # noqa: E402
@@ -37,11 +40,13 @@ import fig_threads  # noqa: E402
 import fig_time  # noqa: E402
 import formatting  # noqa: E402
 import loader  # noqa: E402
+import loader_decode  # noqa: E402
 import narrative  # noqa: E402
 import render  # noqa: E402
 
 FIGURES = (fig_time, fig_memory, fig_gflops, fig_heatmap, fig_speedup, fig_roofline, fig_threads)
 BACKWARD_FIGURES = (fig_backward_gflops, fig_backward_ratio)
+DECODE_FIGURES = (fig_decode_time, fig_decode_bandwidth)
 
 
 def single_report(table: loader.Table, out_dir: Path) -> list:
@@ -64,7 +69,12 @@ def single_report(table: loader.Table, out_dir: Path) -> list:
     if any(len(w.table.measured()) for w in windows):
         written = fig_contenders.draw(windows, table.runs[0], out_dir)
         figures[written.stem] = written
-    document = narrative.build(table, figures, concepts, windows)
+    decode = load_decode(table.runs[0])
+    if decode is not None and len(decode.table.where(family="decode").measured()):
+        for module in DECODE_FIGURES:
+            written = module.draw(decode, out_dir)
+            figures[written.stem] = written
+    document = narrative.build(table, figures, concepts, windows, decode)
     md = render.write_markdown(document, out_dir)
     page = render.write_html(document, out_dir)
     return [md, page] + [f for fig in figures.values() for f in (fig.png, fig.svg)]
@@ -77,6 +87,16 @@ def load_demos(results_json: Path) -> dict | None:
         return demos.load_next_to(results_json)
     except (OSError, ValueError) as error:
         print(f"report.py: {error}; the report leaves out its Concepts section", file=sys.stderr)
+        return None
+
+
+def load_decode(run: loader.Run):
+    """The decode window next to the run (decode.json), or None: no file, or one that cannot be read
+    (said on stderr; the report is made without its section "Decoding against a KV cache")."""
+    try:
+        return loader_decode.load_next_to(run)
+    except (OSError, ValueError) as error:
+        print(f"report.py: {error}; the report leaves out its decode section", file=sys.stderr)
         return None
 
 

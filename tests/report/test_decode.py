@@ -1,0 +1,312 @@
+"""The decode window in the report: loader_decode on the real quick run's decode.json (names, medians
+and CVs as the JSON has them, errors, repetitions only, a name it cannot read), analysis_decode's
+numbers recomputed here from the raw JSON, the targets on the fixture (none can be read) and on
+altered copies (a smaller L3, an n = 4096 prefill), and the section "Decoding against a KV cache" in
+the report built with the fixture next to the results, or without it."""
+from __future__ import annotations
+
+import copy
+import io
+import json
+import shutil
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import numpy as np
+
+import support
+import analysis_decode as ad
+import formatting as fmt
+import loader
+import loader_decode as ld
+import narrative_decode
+import report
+from document import Document
+
+FIXTURE = support.ROOT / "tests" / "fixtures" / "quick_decode.json"
+RAW = json.loads(FIXTURE.read_text(encoding="utf-8"))
+
+
+def raw(name: str, aggregate: str = "median") -> dict:
+    """The fixture's aggregate entry of the point whose run_name starts with `name` + "/"."""
+    return next(b for b in RAW["benchmarks"]
+                if b["run_name"].startswith(name + "/") and b["aggregate_name"] == aggregate)
+
+
+def window_of(data: dict) -> ld.DecodeWindow:
+    folder = Path(tempfile.mkdtemp(prefix="attnbench-decode-", dir=support.output_root()))
+    (folder / ld.FILE_NAME).write_text(json.dumps(data), encoding="utf-8")
+    return ld.load_file(folder / ld.FILE_NAME)
+
+
+class Loader(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.window = ld.load_file(FIXTURE)
+
+    def test_names(self):
+        c = ld.parse_name("decode/tiled/simd/avx512f/layout:llama/rows:4/kv:16384/type:bf16/threads:2/min_time:0.050/"
+                          "repeats:3/real_time_cv")
+        self.assertEqual((c["family"], c["kernel"], c["layout"], c["q_heads"], c["kv_heads"], c["rows"], c["kv"],
+                          c["d"], c["dtype"], c["threads"]),
+                         ("decode", "tiled/simd/avx512f", "llama", 32, 8, 4, 16384, 128, "bf16", 2))
+        c = ld.parse_name("generate/tiled/simd/avx2/layout:llama/start:4096/tokens:64/type:f16/threads:1/iterations:1/"
+                          "repeats:3/manual_time")
+        self.assertEqual((c["family"], c["kernel"], c["rows"], c["kv"], c["tokens"]), ("generate", "tiled/simd/avx2", 1,
+                                                                                        4096, 64))
+        c = ld.parse_name("prefill/tiled/simd/avx512f/n:1024/d:128/type:f32/threads:2/min_time:0.050/repeats:3/"
+                          "real_time")
+        self.assertEqual((c["family"], c["rows"], c["kv"], c["d"], c["layout"]), ("prefill", 1024, 1024, 128, "head"))
+        for bad in ("tiled/simd/n:64/d:8/threads:1/causal:0", "decode/tiled/simd/layout:head/kv:64/type:f32/threads:1",
+                    "decode/tiled/simd/layout:wide/rows:1/kv:64/type:f32/threads:1",
+                    "decode/tiled/simd/layout:head/rows:1/kv:64/type:f8/threads:1"):
+            with self.assertRaises(ValueError, msg=bad):
+                ld.parse_name(bad)
+
+    def test_fixture_points_are_the_json_aggregates(self):
+        table = self.window.table
+        self.assertEqual(len(table), 60)
+        self.assertEqual([len(table.where(family=f)) for f in ld.FAMILIES], [48, 6, 6])
+        self.assertEqual(len(table.measured()), 60)
+        p = table.one(family="decode", layout="llama", rows=1, kv=16384, dtype="f16", threads=2)
+        name = "decode/tiled/simd/avx512f/layout:llama/rows:1/kv:16384/type:f16/threads:2"
+        self.assertEqual(p.value("token_us"), raw(name)["token_us"])
+        self.assertEqual(p.value("time_us"), raw(name)["real_time"])  # time_unit us
+        self.assertEqual(p.cv["time_us"], raw(name, "cv")["real_time"])
+        self.assertEqual((p.q_heads, p.kv_heads, p.rows_per_kv_head, p.repetitions), (32, 8, 4, 3))
+        self.assertEqual(self.window.run.triad_gbs(2), float(RAW["context"]["triad_gbs_threads_2"]))
+
+    def test_errors_and_repetitions_only(self):
+        name = "decode/tiled/simd/avx2/layout:head/rows:1/kv:64/type:f16/threads:1/repeats:2/real_time"
+        reps = [{"name": name, "run_name": name, "run_type": "iteration", "repetitions": 2, "real_time": t,
+                 "time_unit": "ms", "token_us": t * 1e3, "kv_bytes": 32768.0} for t in (1.0, 3.0)]
+        failed = "prefill/tiled/simd/avx2/n:64/d:128/type:bf16/threads:1/repeats:2/real_time"
+        errors = [{"name": failed, "run_name": failed, "run_type": "iteration", "repetitions": 2,
+                   "error_occurred": True, "error_message": "failed: cache full"}] * 2
+        w = window_of({"context": {}, "benchmarks": reps + errors})
+        p = w.table.one(family="decode")
+        self.assertEqual((p.value("time_us"), p.value("token_us")), (2000.0, 2000.0))
+        self.assertAlmostEqual(p.cv["time_us"], 2 ** 0.5 / 2)
+        bad = w.table.one(family="prefill")
+        self.assertEqual((bad.skipped, bad.status, bad.reason), (True, "failed", "cache full"))
+        with self.assertRaisesRegex(ValueError, "decode.json: benchmark name"):
+            window_of({"benchmarks": [dict(reps[0], name="x/y", run_name="x/y")]})
+
+    def test_absent_next_to_a_run(self):
+        run = loader.load([support.FIXTURE]).runs[0]
+        self.assertIsNone(ld.load_next_to(run))
+
+
+def altered(l3_bytes=None, prefill_n=None) -> dict:
+    """A copy of the fixture with a smaller L3 in its context, or its prefill points renamed to another n."""
+    data = copy.deepcopy(RAW)
+    if l3_bytes is not None:
+        for cache in data["context"]["caches"]:
+            if cache["level"] == 3:
+                cache["size"] = l3_bytes
+    if prefill_n is not None:
+        for b in data["benchmarks"]:
+            for key in ("name", "run_name"):
+                b[key] = b[key].replace("/n:1024/", f"/n:{prefill_n}/")
+    return data
+
+
+LLAMA = "decode/tiled/simd/avx512f/layout:llama/rows:1/kv:16384/type:{}/threads:2"
+
+
+class Analysis(unittest.TestCase):
+    """analysis_decode's numbers at chosen points, recomputed here from the raw JSON and the shapes."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.window = ld.load_file(FIXTURE)
+        cls.machine = cls.window.run
+
+    def row(self, **key):
+        return next(r for r in ad.rows(self.window) if all(getattr(r, k) == v for k, v in key.items()))
+
+    def test_one_point_from_the_raw_json(self):
+        f32, f16 = raw(LLAMA.format("f32")), raw(LLAMA.format("f16"))
+        kv_bytes = 8 * 16384 * 128 * 2 * 4  # kv_heads × kv × d × (K and V) × fp32 bytes
+        self.assertEqual(f32["kv_bytes"], kv_bytes)
+        self.assertAlmostEqual(kv_bytes / (f32["call_us"] * 1e-6) / 1e9, f32["GB/s"], places=6)
+        row = self.row(layout="llama", rows=1, kv=16384, threads=2)
+        self.assertAlmostEqual(row.speedup("f16"), f32["token_us"] / f16["token_us"])
+        self.assertAlmostEqual(row.speedup("f16"), 2.0695, places=3)
+        p = row.points["f32"]
+        flops = 4 * 128 * 32 * 16384  # 4·d per score, 32 query heads × 1 row × 16384 keys
+        self.assertAlmostEqual(ad.gflops(p), flops / (f32["call_us"] * 1e3))
+        self.assertAlmostEqual(ad.pct_peak(self.machine, p), 100 * flops / (f32["call_us"] * 1e3) / 353.712409)
+        self.assertAlmostEqual(ad.flop_per_byte(p), 2.0)  # 4 query heads per K/V head: 4 · 4d / (2 · 4d)
+        self.assertEqual(ad.point_tier(self.machine, p), "L3")  # 134 MB: above 2 × 2 MiB of L2, under 260 MiB
+
+    def test_tiers_and_the_shared_l3(self):
+        self.assertEqual(ad.tier(self.machine, 2 * 2 ** 20, 1), "L2")  # head, f16, kv 4096: exactly one L2
+        self.assertEqual(ad.tier(self.machine, 4 * 2 ** 20, 1), "L3")
+        self.assertEqual(ad.tier(self.machine, 4 * 2 ** 20, 2), "L2")  # two cores' private L2s
+        self.assertEqual(ad.tier(self.machine, 261 * 2 ** 20, 2), "beyond L3")
+        self.assertTrue(ad.l3_shared_and_huge(self.machine))  # 260 MiB over 2 CPUs
+        self.assertFalse(ad.l3_shared_and_huge(window_of(altered(l3_bytes=32 * 2 ** 20)).run))
+
+    def test_rows_per_kv_head_and_the_fixed_cost(self):
+        groups = ad.intensities(self.window, "tiled/simd/avx512f")
+        self.assertEqual([g.rows_per_kv_head for g in groups], [1, 4, 16])
+        name = "decode/tiled/simd/avx512f/layout:head/rows:1/kv:{}/type:{}/threads:{}"
+        ratios = [raw(name.format(kv, "f32", t))["token_us"] / raw(name.format(kv, "f16", t))["token_us"]
+                  for kv in (4096, 16384) for t in (1, 2)]
+        self.assertAlmostEqual(groups[0].speedup["f16"], float(np.median(ratios)))
+        fit = next(f for f in ad.call_fits(self.window, "tiled/simd/avx512f")
+                   if (f.smallest.layout, f.smallest.rows, f.smallest.dtype, f.smallest.threads)
+                   == ("head", 1, "f32", 2))
+        (b1, c1), (b2, c2) = [(raw(name.format(kv, "f32", 2))["kv_bytes"], raw(name.format(kv, "f32", 2))["call_us"])
+                              for kv in (4096, 16384)]
+        self.assertAlmostEqual(fit.fixed_us, c1 - b1 * (c2 - c1) / (b2 - b1), places=6)
+        self.assertAlmostEqual(fit.marginal_gbs, (b2 - b1) / (c2 - c1) / 1e3, places=6)
+
+    def test_generation_and_prefill(self):
+        step = next(s for s in ad.steps(self.window) if (s.point.dtype, s.point.threads) == ("f32", 1))
+        gen = raw("generate/tiled/simd/avx512f/layout:llama/start:4096/tokens:64/type:f32/threads:1")
+        middle = gen["kv_bytes_end"] * (4096 + 32) / (4096 + 64)
+        self.assertAlmostEqual(step.median_bytes, middle)
+        self.assertAlmostEqual(step.gbs, middle / gen["token_us"] / 1e3)
+        twin = raw("decode/tiled/simd/avx512f/layout:llama/rows:1/kv:4096/type:f32/threads:1")
+        self.assertAlmostEqual(step.over_twin, gen["token_us"] / twin["call_us"])
+        pre = next(p for p in ad.prefills(self.window) if p.threads == 1)
+        name = "prefill/tiled/simd/avx512f/n:1024/d:128/type:{}/threads:1"
+        self.assertAlmostEqual(pre.ratio("f16"),
+                               raw(name.format("f16"))["GFLOP/s"] / raw(name.format("f32"))["GFLOP/s"])
+        self.assertAlmostEqual(pre.pack_share("f16"), raw(name.format("f16"))["pack_ms"] * 1e3
+                               / raw(name.format("f16"))["real_time"])
+
+    def test_noise(self):
+        cvs = [b["real_time"] for b in RAW["benchmarks"] if b["aggregate_name"] == "cv"]
+        self.assertEqual(len(ad.noisy(self.window)), sum(cv > 0.05 for cv in cvs))
+
+    def test_targets_cannot_be_read_from_the_quick_run(self):
+        self.assertEqual(ad.targets(self.window), {"bandwidth": [], "speedup": [], "prefill": []})
+
+    def test_targets_with_a_smaller_l3_and_an_n_4096_prefill(self):
+        data = altered(l3_bytes=32 * 2 ** 20, prefill_n=4096)
+        targets = ad.targets(window_of(data))
+        # beyond 32 MiB on 2 threads: the llama layout at kv 16384 (134 MB fp32, 67 MB 16-bit), rows 1 and 4
+        self.assertEqual(len(targets["bandwidth"]), 6)
+        self.assertEqual({t.point.kv for t in targets["bandwidth"]}, {16384})
+        self.assertFalse(any(t.met for t in targets["bandwidth"]))
+        self.assertEqual(targets["bandwidth"][0].measured, raw(LLAMA.format("f32"))["pct_triad"])
+        speedups = {(t.point.rows, t.point.dtype): (round(t.measured, 2), t.met) for t in targets["speedup"]}
+        self.assertEqual(speedups, {(1, "f16"): (2.07, True), (1, "bf16"): (1.79, True), (4, "f16"): (1.22, False),
+                                    (4, "bf16"): (1.24, False)})
+        self.assertEqual([(t.point.threads, round(t.measured, 3), t.met) for t in targets["prefill"]],
+                         [(1, 0.511, False), (2, 0.388, False)])
+
+
+def section_text(window) -> str:
+    """The section's text built alone (no figures): its paragraphs, bullets and table cells."""
+    doc = Document("t", "s")
+    narrative_decode.section(doc, window, {})
+    out = []
+    for block in doc.sections[0].blocks:
+        out += [block.text] if block.kind == "paragraph" else block.items if block.kind == "bullets" else \
+            [block.caption] + [" | ".join(row) for row in block.rows]
+    return "\n".join(out)
+
+
+class Report(unittest.TestCase):
+    """The report of the backward fixture's run with the decode fixture next to it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.run_dir = Path(tempfile.mkdtemp(prefix="decode-run-", dir=support.output_root()))
+        for source, name in ((support.BACKWARD_FIXTURE, "results.json"), (FIXTURE, ld.FILE_NAME)):
+            shutil.copy(source, cls.run_dir / name)
+        with redirect_stdout(io.StringIO()):
+            cls.status = report.main([str(cls.run_dir)])
+        cls.md = (cls.run_dir / "report.md").read_text(encoding="utf-8")
+        cls.section = cls.md.split(f"\n## {narrative_decode.TITLE}\n")[1].split("\n## ")[0]
+        cls.window = ld.load_file(FIXTURE)
+
+    def test_section_after_the_backward_with_its_figures(self):
+        self.assertEqual(self.status, 0)
+        titles = [line[3:] for line in self.md.splitlines() if line.startswith("## ")]
+        self.assertEqual(titles[titles.index("The backward pass") + 1], narrative_decode.TITLE)
+        for stem in narrative_decode.FIGURES:
+            self.assertTrue((self.run_dir / f"{stem}.png").is_file(), stem)
+            self.assertTrue((self.run_dir / f"{stem}.svg").is_file(), stem)
+            self.assertIn(f"]({stem}.png)", self.section)
+        page = (self.run_dir / "report.html").read_text(encoding="utf-8")
+        self.assertIn('<section id="decoding-against-a-kv-cache">', page)
+        self.assertIn('<figure id="fig11_decode_time_per_token"', page)
+
+    def test_numbers_are_the_analysis(self):
+        self.assertIn("**Intel(R) Xeon(R) Processor** (2 CPUs)", self.section)
+        self.assertIn("13.6 GB/s on 1 thread, 27.1 GB/s on 2 threads (all)", self.section)
+        row = next(r for r in ad.rows(self.window) if (r.layout, r.rows, r.kv, r.threads) == ("llama", 1, 16384, 2))
+        self.assertIn(f"llama, rows:1, kv 16,384, fp16, 2 threads (all) at {fmt.ratio(row.speedup('f16'))}",
+                      self.section)
+        self.assertIn("2.07x", self.section)
+        self.assertIn("136 MB per CPU of this run", self.section)  # the shared, huge L3
+        self.assertEqual(self.section.count("cannot be read from this run"), 3)
+        self.assertIn("it has n = 1,024; there fp16 reaches 0.511x on 1 thread, 0.388x on 2 threads (all)",
+                      self.section)
+        summary = self.md.split("## Summary")[1].split("\n## ")[0]
+        self.assertIn("Decoding against a KV cache (`tiled/simd/avx512f`, `decode.json`)", summary)
+
+    def test_targets_read_where_the_run_has_their_points(self):
+        text = section_text(window_of(altered(l3_bytes=32 * 2 ** 20, prefill_n=4096)))
+        self.assertNotIn("cannot be read", text)
+        self.assertIn("decode reads K/V at ≥ 75% of the triad: not met (0 of 6 points)", text)
+        self.assertIn("as fast as fp32: not met (2 of 4 points) (llama, rows:1, kv 16,384, fp16, 2 threads (all): "
+                      "2.07x", text)
+        self.assertIn("fp16 ≥ 0.900x the fp32 GFLOP/s: not met (0 of 2 points) (1 thread: 0.511x", text)
+
+    def test_a_second_kernel_and_more_start_lengths(self):
+        """As the full preset writes them: `tiled/simd/avx2` by name beside the dispatched kernel, and the
+        generation loop from several start lengths (here a second one, made from the first)."""
+        data = copy.deepcopy(RAW)
+        extra = []
+        for b in RAW["benchmarks"]:
+            times = ("real_time", "call_us", "token_us", "first_us", "last_us")
+            avx2 = {k: v.replace("avx512f", "avx2") if k in ("name", "run_name") else v for k, v in b.items()}
+            extra.append(dict(avx2, **{k: b[k] * 1.5 for k in times if k in b and b["aggregate_name"] != "cv"}))
+            if b["run_name"].startswith("generate/"):
+                longer = {k: v.replace("start:4096", "start:16384") if k in ("name", "run_name") else v
+                          for k, v in b.items()}
+                longer.update({k: b[k] * 3 for k in times if k in b and b["aggregate_name"] != "cv"},
+                              kv_bytes_end=b["kv_bytes_end"] * (16384 + 64) / (4096 + 64))
+                extra.append(longer)
+        data["benchmarks"] += extra
+        window = window_of(data)
+        self.assertEqual([k for k, _, _ in ad.kernel_ratios(window)], ["tiled/simd/avx2"])
+        self.assertEqual(len(ad.step_fits(window, "tiled/simd/avx512f")), 6)
+        text = section_text(window)
+        self.assertIn("(and `tiled/simd/avx2` by name)", text)
+        self.assertIn("`tiled/simd/avx2` takes 1.50x its time per call (median over 48 points)", text)
+        self.assertIn("as if each added byte were read at", text)
+        import fig_decode_bandwidth
+        import fig_decode_time
+
+        for module in (fig_decode_time, fig_decode_bandwidth):
+            self.assertTrue(module.draw(window, window.path.parent).png.is_file())
+
+    def test_without_decode_json(self):
+        md = (support.fixture_report() / "report.md").read_text(encoding="utf-8")
+        self.assertNotIn(narrative_decode.TITLE, md)
+        self.assertFalse((support.fixture_report() / "fig11_decode_time_per_token.png").exists())
+        self.assertIsNone(narrative_decode.summary_item(None))
+
+    def test_unreadable_decode_json_is_left_out(self):
+        folder = Path(tempfile.mkdtemp(prefix="attnbench-decode-", dir=support.output_root()))
+        shutil.copy(support.FIXTURE, folder / "results.json")
+        (folder / ld.FILE_NAME).write_text("{not json", encoding="utf-8")
+        run = loader.load([folder]).runs[0]
+        err = io.StringIO()
+        with redirect_stderr(err):
+            self.assertIsNone(report.load_decode(run))
+        self.assertIn("decode.json", err.getvalue())
+        self.assertIn("leaves out its decode section", err.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
