@@ -300,14 +300,27 @@ struct Simd {
     }
   }
 
+  // NOTE: keys in runs of kBlendKeys, every column tile over one run before the next, so that the
+  // run's V rows stay in L1 across the column tiles instead of streaming from L2 (or memory,
+  // decoding) once per column tile. The accumulators go through memory between runs (exactly),
+  // so every row's FMAs keep their order.
+  static constexpr std::size_t kBlendKeys = 64;
   template <std::size_t R, class T>
   static void blend_columns(const float* p, std::size_t p_stride, const T* v, std::size_t dp,
                             std::size_t keys, const float* alpha, float* o, std::size_t p_step) {
-    std::size_t c = 0;
-    for (; c + NR <= dp; c += NR)
-      blend_tile<R, 2>(p, p_stride, v + c, dp, keys, alpha, o + c, dp, p_step);
-    if (c < dp)
-      blend_tile<R, 1>(p, p_stride, v + c, dp, keys, alpha, o + c, dp, p_step);  // one vector left
+    std::size_t k0 = 0;
+    do {  // at least once: with no keys, the pass only rescales by alpha
+      const std::size_t run = min_of(kBlendKeys, keys - k0);
+      const float* a = k0 == 0 ? alpha : nullptr;
+      const float* pk = p + k0 * p_step;
+      const T* vk = v + k0 * dp;
+      std::size_t c = 0;
+      for (; c + NR <= dp; c += NR)
+        blend_tile<R, 2>(pk, p_stride, vk + c, dp, run, a, o + c, dp, p_step);
+      if (c < dp)
+        blend_tile<R, 1>(pk, p_stride, vk + c, dp, run, a, o + c, dp, p_step);  // one vector left
+      k0 += run;
+    } while (k0 < keys);
   }
 
   // O[rows][0..dp) (+)= P V over every padded column, for 1..MR rows.
