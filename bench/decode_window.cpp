@@ -13,6 +13,7 @@
 
 #include "attnbench.hpp"
 #include "bench_inputs.hpp"
+#include "ceilings.hpp"
 
 namespace attnbench::bench {
 namespace {
@@ -219,6 +220,15 @@ void run_prefill(benchmark::State& state, const Kernel* kernel, std::size_t n, K
   }
 }
 
+// The triad again, as points of the window: interleaved with the decode points, so that their
+// share of the triad compares two sides measured in the same minutes (the context's triad was
+// measured once, before the window; neighbours move memory bandwidth by a third within minutes).
+void run_triad(benchmark::State& state, std::size_t threads) {
+  double gbs = 0;
+  for (auto _ : state) gbs = measure_triad_bandwidth(threads);
+  state.counters["GB/s"] = gbs;
+}
+
 }  // namespace
 
 void register_decode(const std::string& preset_name, std::size_t all_threads,
@@ -242,6 +252,12 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
     b->ReportAggregatesOnly(true);
     predicted[name] = std::max(call, preset.min_time) * preset.repetitions;
   };
+  for (std::size_t t : thread_counts) {
+    const std::string name = "triad/threads:" + std::to_string(t);
+    auto* b = benchmark::RegisterBenchmark(name.c_str(), run_triad, t);
+    b->Iterations(1);
+    add(b, name, 0.5);
+  }
   for (const Kernel* kernel : kernels) {
     const std::string kname(kernel->name);
     for (KvType type : types) {

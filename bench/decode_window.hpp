@@ -10,6 +10,9 @@
 //   prefill/<kernel>/n:N/d:128/type:T/threads:t
 //       fill an empty cache with N tokens and run causal attention of N rows over it: GFLOP/s,
 //       pct_peak, pack_ms.
+//   triad/threads:t
+//       the STREAM triad (ceilings.hpp) as a point of the window, GB/s: interleaved with the
+//       others, the bandwidth their share of the triad is read against (the report does).
 // "head" is one query head over one key/value head; "llama" a Llama-style layer, 32 query heads
 // over 8 key/value heads; d = 128 in both.
 #pragma once

@@ -5,6 +5,7 @@ module is the only code that splits the decode window's names into columns:
     decode/<kernel>/layout:<head|llama>/rows:R/kv:N/type:<f32|f16|bf16>/threads:t
     generate/<kernel>/layout:llama/start:N/tokens:G/type:T/threads:t
     prefill/<kernel>/n:N/d:128/type:T/threads:t
+    triad/threads:t   (the STREAM triad measured among the points, GB/s)
 
 then Google Benchmark's suffixes (`/min_time:0.050`, `/iterations:1`, `/repeats:3`, `/real_time` or
 `/manual_time`) and, for an aggregate, `_mean`, `_median`, `_stddev` or `_cv`. A point's median and CV
@@ -13,6 +14,10 @@ from the repetitions when the JSON holds only those. A point whose repetitions a
 not measured; its status is the message's first word ("failed", "skipped").
 
 The points load into a loader.Table, so the decode analysis filters them as the other sections do.
+When the window has triad points (their repetitions interleaved with the decode points'), their
+median GB/s per thread count replaces the context's triad (measured once, before the window; kept as
+triad_gbs_threads_<t>_before) and every decode point's pct_triad is recomputed against it, so both
+sides of that share come from the same minutes.
 """
 from __future__ import annotations
 
@@ -154,11 +159,41 @@ def load_file(path: Path, index: int = 0, label: str = "") -> DecodeWindow:
     groups: dict[str, list] = {}
     for entry in data["benchmarks"]:
         groups.setdefault(entry.get("run_name") or _AGGREGATE_SUFFIX.sub("", entry["name"]), []).append(entry)
+    triads = {name: groups.pop(name) for name in [n for n in groups if n.startswith("triad/")]}
     try:
         points = [_point(name, entries) for name, entries in groups.items()]
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
+    interleaved = _triads(triads)
+    for threads, gbs in interleaved.items():
+        key = f"triad_gbs_threads_{threads}"
+        if key in run.context:
+            run.context[key + "_before"] = run.context[key]
+        run.context[key] = str(gbs)
+    points = [_against_triad(p, interleaved) for p in points]
     return DecodeWindow(path, run, loader.Table(points, [run]))
+
+
+def _triads(groups: dict) -> dict:
+    """threads -> the median GB/s of the window's triad points (their aggregate, else repetitions)."""
+    out = {}
+    for name, entries in groups.items():
+        _, args = loader.split_name(_AGGREGATE_SUFFIX.sub("", name).partition("/")[2])
+        good = [e for e in entries if not e.get("error_occurred") and "GB/s" in e]
+        median = [e for e in good if e.get("aggregate_name") == "median"]
+        values = [float(e["GB/s"]) for e in (median or [e for e in good if e.get("run_type") != "aggregate"])]
+        if values and "threads" in args:
+            out[int(args["threads"])] = float(np.median(values))
+    return out
+
+
+def _against_triad(point: DecodePoint, triads: dict) -> DecodePoint:
+    """A decode point with its pct_triad against the interleaved triad of its thread count."""
+    if point.family != "decode" or point.threads not in triads or point.skipped:
+        return point
+    median = dict(point.median)
+    median["pct_triad"] = 100.0 * point.value("GB/s") / triads[point.threads]
+    return DecodePoint(**{**point.__dict__, "median": median})
 
 
 def load_next_to(run: loader.Run) -> DecodeWindow | None:

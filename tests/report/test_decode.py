@@ -94,6 +94,23 @@ class Loader(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "decode.json: benchmark name"):
             window_of({"benchmarks": [dict(reps[0], name="x/y", run_name="x/y")]})
 
+    def test_interleaved_triad_points_replace_the_context_triad(self):
+        data = copy.deepcopy(RAW)
+        name = "triad/threads:2/iterations:1/repeats:3"
+        data["benchmarks"] += [{"name": name + "_median", "run_name": name, "run_type": "aggregate",
+                                "aggregate_name": "median", "repetitions": 3, "real_time": 1.0,
+                                "time_unit": "us", "GB/s": 10.0}]
+        w = window_of(data)
+        self.assertEqual(w.run.triad_gbs(2), 10.0)
+        self.assertEqual(w.context["triad_gbs_threads_2_before"], RAW["context"]["triad_gbs_threads_2"])
+        self.assertFalse([p for p in w.table if p.name.startswith("triad/")])
+        entry = raw("decode/tiled/simd/avx512f/layout:llama/rows:1/kv:4096/type:f32/threads:2")
+        p = w.table.one(family="decode", layout="llama", rows=1, kv=4096, dtype="f32", threads=2)
+        self.assertAlmostEqual(p.value("pct_triad"), 100.0 * entry["GB/s"] / 10.0)
+        one = w.table.one(family="decode", layout="llama", rows=1, kv=4096, dtype="f32", threads=1)
+        self.assertAlmostEqual(one.value("pct_triad"), raw(
+            "decode/tiled/simd/avx512f/layout:llama/rows:1/kv:4096/type:f32/threads:1")["pct_triad"])
+
     def test_absent_next_to_a_run(self):
         run = loader.load([support.FIXTURE]).runs[0]
         self.assertIsNone(ld.load_next_to(run))
