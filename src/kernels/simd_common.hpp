@@ -143,34 +143,26 @@ struct Simd {
   }
   static void round_array(const float* in, BFloat16* out, std::size_t n) {
     std::size_t i = 0;
-    if constexpr (W == 16) {
-      for (; i + W <= n; i += W) {
-        const __m512i u = _mm512_castps_si512(_mm512_loadu_ps(in + i));
-        const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-        const __m512i rounded = _mm512_srli_epi32(
-            _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
-        const __m512i magnitude = _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF));
-        const __mmask16 nan = _mm512_cmpgt_epi32_mask(magnitude, _mm512_set1_epi32(0x7F800000));
-        const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-        const __m512i b = _mm512_mask_blend_epi32(nan, rounded, quiet);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(b));
-      }
-    } else if constexpr (W == 8) {
-      for (; i + W <= n; i += W) {
-        const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(in + i));
-        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-        const __m256i rounded = _mm256_srli_epi32(
-            _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb), 16);
-        const __m256i magnitude = _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF));
-        const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F800000));
-        const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-        const __m256i b = _mm256_blendv_epi8(rounded, quiet, nan);
-        // 8 x 32 -> 8 x 16 bits: pack within lanes, then gather the two lanes' low halves.
-        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(b, b), 0b1000);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_castsi256_si128(packed));
+    if constexpr (W >= 8) {
+      for (; i + W <= n; i += W) {  // storage.hpp's bfloat16_bits, a lane each
+        const ibatch u = xsimd::bitwise_cast<ibatch>(batch::load_unaligned(in + i));
+        const ibatch low16(0xFFFF);
+        const ibatch high = (u >> 16) & low16;  // an arithmetic shift: keep the low 16 bits
+        const ibatch rounded = ((u + ibatch(0x7FFF) + (high & ibatch(1))) >> 16) & low16;
+        const auto nan = (u & ibatch(0x7FFFFFFF)) > ibatch(0x7F800000);
+        store_16_bits(xsimd::select(nan, high | ibatch(0x40), rounded), out + i);
       }
     }
     for (; i < n; ++i) out[i] = stored<BFloat16>(in[i]);
+  }
+  // The low 16 bits of each lane (each lane < 2^16) to out[0..W).
+  static void store_16_bits(ibatch x, BFloat16* out) {
+    if constexpr (W == 16) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(x));
+    } else if constexpr (W == 8) {  // pack within lanes, then gather the two lanes' low halves
+      const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(x, x), 0b1000);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+    }
   }
   // n floats rounded to T through round_array: how tests reach it.
   template <class T>
