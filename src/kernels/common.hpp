@@ -33,6 +33,12 @@ inline float log_sum_exp(float m, float l) {
   return l == 0.0f ? kMinusInf : max_reference(m) + __builtin_logf(l);
 }
 
+// The backward's exponent S - LSE, clamped at 0: P = exp(S - LSE) <= 1 exactly, but when the
+// scores are so large that their float rounding exceeds ~88 (values near 2^40 in the fuzzer's
+// moderate regime), the recomputed S can exceed LSE by that much and exp would give inf, then
+// NaN gradients where the oracle's are finite. NaN stays NaN (the comparison is false).
+inline float at_most_zero(float x) { return x > 0.0f ? 0.0f : x; }
+
 }  // namespace
 
 }  // namespace attnbench::kernels

@@ -30,8 +30,8 @@ void naive_backward_rows(const BackwardProblem& pb, std::size_t g, RowRange rows
       float s = 0.0f, dp = 0.0f;
       for (std::size_t c = 0; c < d; ++c) s += q[i * d + c] * pb.k[j * d + c];
       for (std::size_t c = 0; c < d; ++c) dp += d_o[i * d + c] * pb.v[j * d + c];
-      p[j] = scalar_exp(pb.scale * s - lse[i]);  // P = exp(S - LSE)
-      ds[j] = dp;                                // dP = dO V^T
+      p[j] = scalar_exp(at_most_zero(pb.scale * s - lse[i]));  // P = exp(S - LSE)
+      ds[j] = dp;                                              // dP = dO V^T
     }
     const float delta = pb.delta[g * pb.q_len + i];
     for (std::size_t j = 0; j < visible; ++j) ds[j] = pb.scale * p[j] * (ds[j] - delta);

@@ -128,7 +128,8 @@ struct SimdBackward : Simd<Arch> {
           continue;
         }
         // P = exp(scale S - LSE); keys past count: exp(-inf) = 0.
-        const batch pj = S::exp(S::mask_after(batch::load_aligned(pr + j) * sc - lse_r, j, count));
+        const batch x = S::mask_after(batch::load_aligned(pr + j) * sc - lse_r, j, count);
+        const batch pj = S::exp(xsimd::select(x > batch(0.0f), batch(0.0f), x));  // at_most_zero
         // dS = scale P (dP - D); past count 0, whatever dP holds there (a NaN in a masked V).
         const batch dsj = zero_after(sc * pj * (batch::load_aligned(dr + j) - delta_r), j, count);
         pj.store_aligned(pr + j);

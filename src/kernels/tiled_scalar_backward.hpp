@@ -57,8 +57,8 @@ void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, RowRange rows
           float s = 0.0f, dp = 0.0f;
           for (std::size_t c = 0; c < d; ++c) s += qi[c] * kj[c];
           for (std::size_t c = 0; c < d; ++c) dp += doi[c] * vj[c];
-          const float p = scalar_exp(pb.scale * s - lse[i]);  // P = exp(S - LSE)
-          const float ds = pb.scale * p * (dp - delta[i]);    // dS = scale P (dP - D)
+          const float p = scalar_exp(at_most_zero(pb.scale * s - lse[i]));  // P = exp(S - LSE)
+          const float ds = pb.scale * p * (dp - delta[i]);                  // dS = scale P (dP - D)
           float* dkj = dk_acc + j * d;
           float* dvj = dv_acc + j * d;
           for (std::size_t c = 0; c < d; ++c) {
