@@ -129,11 +129,7 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
     driver::require_non_null({q, o});
   } else {
     driver::require_non_null({q, k, v, o});
-    if (!kernel.stores(options.kv_type)) {
-      throw Error("options.kv_type", std::string(to_string(options.kv_type)),
-                  "kernel " + std::string(kernel.name) +
-                      " stores K and V as f32 only (tiled/simd and naive/simd store f16 and bf16)");
-    }
+    driver::require_stores("options.kv_type", resolve(kernel), options.kv_type);
     driver::require_representable("tensors.k", tensors.k, kv_elements, options.kv_type);
     driver::require_representable("tensors.v", tensors.v, kv_elements, options.kv_type);
   }

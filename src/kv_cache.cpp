@@ -23,12 +23,8 @@ const kernels::KvPacking& checked_packing(const Kernel& kernel, KvType type) {
   if (!kernel.available()) {
     throw Error("kernel", std::string(kernel.name), "this CPU lacks the instructions it needs");
   }
+  driver::require_stores("type", kernel, type);
   const kernels::KernelCode* code = kernel.code(type);
-  if (code == nullptr) {
-    throw Error("type", std::string(to_string(type)),
-                "kernel " + std::string(kernel.name) +
-                    " stores K and V as f32 only (tiled/simd and naive/simd store f16 and bf16)");
-  }
   if (code->packing.pack == nullptr) {
     throw Error("kernel", std::string(kernel.name),
                 "reads K and V in place, so it has no packed layout to cache; use tiled/simd or "

@@ -73,6 +73,15 @@ inline void require_disjoint(std::initializer_list<NamedBytes> outputs,
   }
 }
 
+// Throws, as `field`, when `kernel` (resolved) does not store K and V as `type`.
+inline void require_stores(const char* field, const Kernel& kernel, KvType type) {
+  if (kernel.code(type) == nullptr) {
+    throw Error(field, std::string(to_string(type)),
+                "kernel " + std::string(kernel.name) +
+                    " stores K and V as f32 only (tiled/simd and naive/simd store f16 and bf16)");
+  }
+}
+
 // The smallest magnitude `type` rounds to an infinity: halfway from its largest finite value to
 // the next power of two (f16: 65520; bf16: 0x7F7F8000, about 3.3961e38); infinity for f32.
 inline float overflow_threshold(KvType type) {
