@@ -350,19 +350,12 @@ struct Simd {
     return keys;
   }
 
-  // S[0..mr)[0..widest) = Q K^T for the group's rows against the block's packed panels;
-  // before_panel(p) runs before the panel of keys [p, p + NR) (decoding prefetches there).
-  struct NoPanelHook {
-    void operator()(std::size_t) const {}
-  };
-  template <class T, class Hook = NoPanelHook>
+  // S[0..mr)[0..widest) = Q K^T for the group's rows against the block's packed panels.
+  template <class T>
   static void score_group(const float* q, std::size_t mr, std::size_t d, const T* kt_block,
-                          std::size_t widest, float* s, std::size_t s_stride,
-                          Hook&& before_panel = {}) {
-    for (std::size_t p = 0; p < widest; p += NR) {
-      before_panel(p);
+                          std::size_t widest, float* s, std::size_t s_stride) {
+    for (std::size_t p = 0; p < widest; p += NR)
       score_rows(mr, q, d, kt_block + p * d, s + p, s_stride);
-    }
   }
 
   // O = O * alpha + P V for the group: all rows over the keys they share, then each row's ragged

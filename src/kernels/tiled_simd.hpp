@@ -55,18 +55,19 @@ struct TiledSimd : Simd<Arch> {
         if (prefetch) {
           // One row group reads this block once (decoding): fetch the next block into L2 while
           // this one computes, a slice of its K^T panels and V rows per panel scored here.
-          auto prefetch_next = [&](std::size_t p) {
+          for (std::size_t p = 0; p < seen.widest; p += S::NR) {
             const std::size_t next = j0 + Bc + p;
-            if (next >= last) return;
-            const char* kp = reinterpret_cast<const char*>(kt + next * d);
-            for (std::size_t x = 0; x < S::NR * d * sizeof(T); x += 64)
-              _mm_prefetch(kp + x, _MM_HINT_T1);
-            const char* vp = reinterpret_cast<const char*>(v + next * dp);
-            const std::size_t rows = min_of(S::NR, last - next);
-            for (std::size_t x = 0; x < rows * dp * sizeof(T); x += 64)
-              _mm_prefetch(vp + x, _MM_HINT_T1);
-          };
-          S::score_group(head.q + (i0 + g) * d, mr, d, kb, seen.widest, s_tile, Bc, prefetch_next);
+            if (next < last) {
+              const char* kp = reinterpret_cast<const char*>(kt + next * d);
+              for (std::size_t x = 0; x < S::NR * d * sizeof(T); x += 64)
+                _mm_prefetch(kp + x, _MM_HINT_T1);
+              const char* vp = reinterpret_cast<const char*>(v + next * dp);
+              const std::size_t rows = min_of(S::NR, last - next);
+              for (std::size_t x = 0; x < rows * dp * sizeof(T); x += 64)
+                _mm_prefetch(vp + x, _MM_HINT_T1);
+            }
+            S::score_rows(mr, head.q + (i0 + g) * d, d, kb + p * d, s_tile + p, Bc);
+          }
         } else {
           S::score_group(head.q + (i0 + g) * d, mr, d, kb, seen.widest, s_tile, Bc);
         }
