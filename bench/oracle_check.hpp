@@ -28,7 +28,7 @@ OracleCheck check_against_oracle(const Shape& shape, const Options& options, con
 
 // `kernel`'s forward (for O and LSE) and backward on seeded standard-normal Q, K, V and dO of
 // `shape`, every element of dQ, dK and dV against the float64 backward oracle under
-// testing::check_gradients (a small multiple of plain float32's error, plus the forward's
+// testing::check_gradients (a small multiple of plain float32's error, plus a worst-case
 // rounding floor). worst_ratio is the largest |error| / allowed over the three gradients. Every
 // row is checked, so `shape` should be small: the oracles cost q_len x kv_len x d in double and
 // in float each.

@@ -399,4 +399,13 @@ void reference_attention_backward(const Shape& shape, const Options& options, co
                                   const float* k, const float* v, const float* d_o, Real* dq,
                                   Real* dk, Real* dv);
 
+// The backward's conditioning: the oracle's sums with every term replaced by its magnitude
+// (|dp_j| by sum_c |dO_c v_jc|, dp_j - D by |dp_j| + |D|, Q, K, dO and the scale by theirs), so
+// each element bounds how large the float terms its gradient element sums can be. Rounding
+// errors scale with it where the gradient itself may cancel to zero (one key: dS = p (dp - D) = 0
+// exactly, yet computed from two dot products in different orders). Shapes as above.
+void reference_backward_magnitudes(const Shape& shape, const Options& options, const float* q,
+                                   const float* k, const float* v, const float* d_o, double* dq,
+                                   double* dk, double* dv);
+
 }  // namespace attnbench

@@ -76,13 +76,19 @@ void reference_attention(const Shape& shape, const Options& options, const float
   }
 }
 
-template <class Real>
-void reference_attention_backward(const Shape& shape, const Options& options, const float* q,
-                                  const float* k, const float* v, const float* d_o, Real* dq,
-                                  Real* dk, Real* dv) {
+namespace {
+
+// The backward's loops, once for the oracle (kAbs false) and once for its conditioning (kAbs true):
+// the same sums with every term replaced by its magnitude, |dp_j| by sum_c |dO_c v_jc|, D by
+// sum_j p_j |dp_j|, dp_j - D by |dp_j| + |D|, and the scale, Q, K and dO by their magnitudes.
+template <class Real, bool kAbs>
+void backward_sums(const Shape& shape, const Options& options, const float* q, const float* k,
+                   const float* v, const float* d_o, Real* dq, Real* dk, Real* dv) {
   validate(shape, options);
   check_pointers({q, k, v, d_o, dq, dk, dv}, "reference_attention_backward");
   const Real scale = effective_scale(shape, options);
+  const Real term_scale = kAbs ? std::fabs(scale) : scale;
+  auto term = [](float x) { return kAbs ? Real(std::fabs(x)) : Real(x); };
   const std::size_t d = shape.head_dim;
   for (std::size_t x = 0; x < shape.q_elements(); ++x) dq[x] = 0;
   for (std::size_t x = 0; x < shape.kv_elements(); ++x) dk[x] = dv[x] = 0;
@@ -102,7 +108,7 @@ void reference_attention_backward(const Shape& shape, const Options& options, co
         Real delta = 0;
         for (std::size_t j = 0; j < visible; ++j) {
           Real dot = 0;
-          for (std::size_t c = 0; c < d; ++c) dot += Real(doi[c]) * Real(v[at.kv + j * d + c]);
+          for (std::size_t c = 0; c < d; ++c) dot += term(doi[c]) * term(v[at.kv + j * d + c]);
           dp[j] = dot;
           delta += p[j] * dot;
         }
@@ -110,17 +116,32 @@ void reference_attention_backward(const Shape& shape, const Options& options, co
         // dV_j += p_j dO_i.
         Real* dqi = dq + at.q + i * d;
         for (std::size_t j = 0; j < visible; ++j) {
-          const Real ds = p[j] * (dp[j] - delta);
+          const Real ds = p[j] * (kAbs ? dp[j] + delta : dp[j] - delta);
           const std::size_t kj = at.kv + j * d;
           for (std::size_t c = 0; c < d; ++c) {
-            dqi[c] += scale * ds * Real(k[kj + c]);
-            dk[kj + c] += scale * ds * Real(qi[c]);
-            dv[kj + c] += p[j] * Real(doi[c]);
+            dqi[c] += term_scale * ds * term(k[kj + c]);
+            dk[kj + c] += term_scale * ds * term(qi[c]);
+            dv[kj + c] += p[j] * term(doi[c]);
           }
         }
       }
     }
   }
+}
+
+}  // namespace
+
+template <class Real>
+void reference_attention_backward(const Shape& shape, const Options& options, const float* q,
+                                  const float* k, const float* v, const float* d_o, Real* dq,
+                                  Real* dk, Real* dv) {
+  backward_sums<Real, false>(shape, options, q, k, v, d_o, dq, dk, dv);
+}
+
+void reference_backward_magnitudes(const Shape& shape, const Options& options, const float* q,
+                                   const float* k, const float* v, const float* d_o, double* dq,
+                                   double* dk, double* dv) {
+  backward_sums<double, true>(shape, options, q, k, v, d_o, dq, dk, dv);
 }
 
 template void reference_attention_backward<double>(const Shape&, const Options&, const float*,

@@ -64,13 +64,15 @@ inline GradientsOf<float> run_backward(const Kernel& kernel, const Problem& p,
 // exp (a few ulp), and in how it gets the weights: P = exp(s - LSE) with s recomputed by the
 // backward's own dot products and LSE from the forward's, against the plain exp(s - m) / l whose
 // largest weight is exact. That last difference is a relative error of P of the forward's own
-// order, (d + 2) u sigma, and plain float32 can be exact where it shows (one dominant key: p = 1),
-// so the bound adds the forward's row bound (testing/error_bound.hpp) as a floor:
-//   u (2 (d + 2) sigma + 2 n + 32) (max |gradient| + its terms' magnitude)
-// with sigma the largest |scale| sum_c |q_c k_jc| over the problem, n the longest row, and the
-// terms' magnitude |scale| max|dO| max|V| max|K| for dQ (max|Q| for dK; max|dO| for dV): a
-// gradient that is exactly zero (one key: dS = p (dp - D) = 0) is still a sum of such terms, each
-// rounded. A bug (a missed block, a wrong scale, a stale max) is orders of magnitude past it.
+// order, (d + 2) u sigma, and plain float32 can be exact where it shows (one dominant key: p = 1,
+// dS = dp - D = 0 in float too, while the kernel's D = dO . O and dp = dO . v are two dot
+// products summed in different orders), so the bound adds a worst-case floor:
+//   u (2 (d + 2) sigma + 2 n + 2 d + 2 r + 32) max |magnitude|
+// with sigma the largest |scale| sum_c |q_c k_jc| over the problem, n the longest row, d the dot
+// products' length, r the query rows one key's gradient sums (q_len x the group of query heads
+// per key/value head), and the magnitude reference_backward_magnitudes's: each gradient element's
+// terms summed by their absolute values, which bounds the gradient and every term it rounds.
+// A bug (a missed block, a wrong scale, a stale max) is orders of magnitude past it.
 // NaN and Inf must sit exactly where the oracle has them.
 inline constexpr double kPlainFactor = 4.0;
 
@@ -82,18 +84,9 @@ struct GradientCheck {
   std::optional<std::string> failure;  // the first element out of bound or special mismatch
 };
 
-// Over the finite elements only: a NaN or Inf input's gradients are checked for exact placement,
-// and must not make the bound of the others NaN (inf * a zero scale) or infinite.
-inline double largest_magnitude(const std::vector<float>& t) {
-  double m = 0;
-  for (float x : t) {
-    if (std::isfinite(x)) m = std::fmax(m, std::fabs(double(x)));
-  }
-  return m;
-}
-
-// u (2 (d + 2) sigma + 2 n + 32): the forward's relative rounding, over the whole problem.
-inline double forward_rounding(const Problem& p) {
+// u (2 (d + 2) sigma + 2 n + 2 d + 2 r + 32): the relative rounding of the floor, over the whole
+// problem (above).
+inline double backward_rounding(const Problem& p) {
   const ProblemView view = p.view();
   double worst = 0;
   for (std::size_t b = 0; b < p.shape.batch; ++b) {
@@ -112,10 +105,12 @@ inline double forward_rounding(const Problem& p) {
       }
     }
   }
-  return std::ldexp(worst + 32.0, -24);
+  const std::size_t d = p.shape.head_dim;
+  const std::size_t rows = p.shape.q_len * (p.shape.q_heads / p.shape.kv_heads);
+  return std::ldexp(worst + 2.0 * double(d) + 2.0 * double(rows) + 32.0, -24);
 }
 
-// One gradient tensor: `floor` is the forward's rounding times the tensor's magnitude (above).
+// One gradient tensor: `floor` is the rounding times the tensor's largest magnitude (above).
 // `specials_exact` false: where the oracle has NaN or Inf the kernel need only be non-finite too
 // (inputs holding Inf: a weight float's exp flushes to 0 meets the Inf as 0 * inf = NaN where
 // double's tiny weight gives inf, as in the forward's fuzzing exception).
@@ -159,21 +154,22 @@ inline std::vector<GradientCheck> check_gradients(const Problem& p, const std::v
                                                   const GradientsOf<float>& plain,
                                                   const GradientsOf<double>& ref,
                                                   bool specials_exact = true) {
-  const double rounding = forward_rounding(p);
-  const double scale = std::fabs(double(effective_scale(p.shape, p.options)));
-  const double d_o_max = largest_magnitude(d_o), v_max = largest_magnitude(p.v);
-  auto floor = [&](const std::vector<double>& ref_t, double terms) {
+  const double rounding = backward_rounding(p);
+  GradientsOf<double> size{std::vector<double>(p.shape.q_elements()),
+                           std::vector<double>(p.shape.kv_elements()),
+                           std::vector<double>(p.shape.kv_elements())};
+  reference_backward_magnitudes(p.shape, p.options, p.q.data(), p.k.data(), p.v.data(), d_o.data(),
+                                size.dq.data(), size.dk.data(), size.dv.data());
+  auto floor = [&](const std::vector<double>& magnitude) {
     double largest = 0;
-    for (double x : ref_t) {
-      if (std::isfinite(x)) largest = std::fmax(largest, std::fabs(x));
+    for (double x : magnitude) {
+      if (std::isfinite(x)) largest = std::fmax(largest, x);
     }
-    return rounding * (largest + terms);
+    return rounding * largest;
   };
-  const double dq_terms = scale * d_o_max * v_max * largest_magnitude(p.k);
-  const double dk_terms = scale * d_o_max * v_max * largest_magnitude(p.q);
-  return {check_gradient("dq", got.dq, plain.dq, ref.dq, floor(ref.dq, dq_terms), specials_exact),
-          check_gradient("dk", got.dk, plain.dk, ref.dk, floor(ref.dk, dk_terms), specials_exact),
-          check_gradient("dv", got.dv, plain.dv, ref.dv, floor(ref.dv, d_o_max), specials_exact)};
+  return {check_gradient("dq", got.dq, plain.dq, ref.dq, floor(size.dq), specials_exact),
+          check_gradient("dk", got.dk, plain.dk, ref.dk, floor(size.dk), specials_exact),
+          check_gradient("dv", got.dv, plain.dv, ref.dv, floor(size.dv), specials_exact)};
 }
 
 }  // namespace attnbench::testing
