@@ -29,6 +29,42 @@ std::vector<std::string> backward_kernel_names() {
   if (!(kernel).available()) GTEST_SKIP() << (kernel).name << ": this CPU cannot run it"
 
 // ---------------------------------------------------------------------------------------------
+// The tiled backward's task order (kernels::wavefront_cell)
+// ---------------------------------------------------------------------------------------------
+
+// Every (key block, segment) once, anti-diagonal by anti-diagonal, each by rising segment; and
+// every turn a task waits for belongs to a task that starts before it (no deadlock): dQ's
+// (block - 1, segment), dK's and dV's (block, segment - 1), and the slot's previous user
+// (block - slots, last segment).
+TEST(WavefrontOrder, EveryCellOnceAndEveryTurnWaitedForStartsEarlier) {
+  for (std::size_t blocks = 1; blocks <= 40; ++blocks) {
+    for (std::size_t segments = 1; segments <= 40; ++segments) {
+      std::vector<std::size_t> start(blocks * segments, SIZE_MAX);
+      std::pair<std::size_t, std::size_t> previous{0, 0};
+      for (std::size_t t = 0; t < blocks * segments; ++t) {
+        const kernels::BackwardCell c = kernels::wavefront_cell(t, blocks, segments);
+        ASSERT_LT(c.block, blocks);
+        ASSERT_LT(c.segment, segments);
+        ASSERT_EQ(start[c.block * segments + c.segment], SIZE_MAX) << "cell twice";
+        start[c.block * segments + c.segment] = t;
+        const std::pair<std::size_t, std::size_t> key{c.block + c.segment, c.segment};
+        if (t > 0) ASSERT_LT(previous, key) << blocks << " x " << segments << ", task " << t;
+        previous = key;
+      }
+      const std::size_t slots = kernels::DkvOrder::slots(segments);
+      for (std::size_t b = 0; b < blocks; ++b) {
+        for (std::size_t s = 0; s < segments; ++s) {
+          const std::size_t at = start[b * segments + s];
+          if (b > 0) EXPECT_LT(start[(b - 1) * segments + s], at);
+          if (s > 0) EXPECT_LT(start[b * segments + s - 1], at);
+          if (b >= slots) EXPECT_LT(start[(b - slots) * segments + segments - 1], at);
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The oracle itself: its gradients are those of L = sum(dO * O), O the forward oracle's output.
 // ---------------------------------------------------------------------------------------------
 
