@@ -1,9 +1,11 @@
 // attention_backward(): validation, then the passes that hand each piece of the backward pass to
 // a kernel, inline or on oneTBB worker threads:
-//   1. zero dQ, dK, dV; D = rowsum(dO * O) for every query row (what ds = P (dP - D) needs);
-//   2. pack every (batch, key/value head) in the kernel's backward layout, if it has one;
-//   3. tiled: one task per (key/value head, key block, segment of query rows), started in order,
-//      each adding to dQ in key block order and to dK, dV in segment order (kernels::Turns);
+//   1. in one parallel pass: zero dQ, dK, dV; D = rowsum(dO * O) for every query row (what
+//      ds = P (dP - D) needs); pack every (batch, key/value head) in the kernel's backward
+//      layout, if it has one;
+//   2. tiled: one task per (key/value head, key block, segment of query rows), started in
+//      wavefront order, each adding to dQ in key block order and to dK, dV in segment order
+//      (kernels::Turns);
 //      naive: per query head, its P and dS rows (tasks over row blocks), then dK and dV (tasks
 //      over key blocks, every row in order).
 // No float is ever added by two threads, and every sum runs in an order fixed by the shape and
@@ -102,46 +104,50 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
   Workspace::Scope call(ws);
   driver::TaskRunner tasks(worker_threads(options), ws);
 
-  // Pass 1: zeroed gradients, and D_i = dO_i . O_i per query row (heads * q_len floats), in
-  // tasks of kPass1Rows rows, so that two threads share even one head's (at n = 1024, d = 128 it
-  // took 0.2 of a 2-thread call's 7.5 ms as one task of latency-bound scalar adds).
-  constexpr std::size_t kPass1Rows = 256;
+  // Before the tiled tasks, one parallel pass: every (batch, key/value head) packed in the
+  // kernel's backward layout, in ranges of kPackKeys keys; dQ, dK and dV zeroed and
+  // D_i = dO_i . O_i computed for every query row (heads * q_len floats), in chunks of kChunkRows
+  // rows. One pass, not one per kind, and chunks, not one task per head: at n = 1024, d = 128
+  // they took 0.5 ms of a 2-thread call's 8 ms as three passes of one task per head.
+  constexpr std::size_t kChunkRows = 256;
   float* delta = ws.take<float>(heads * shape.q_len);
-  const std::size_t q_chunks = (shape.q_len + kPass1Rows - 1) / kPass1Rows;
-  tasks.run(heads * q_chunks, [&](std::size_t t, Workspace&) {
-    const std::size_t bh = t / q_chunks, first = t % q_chunks * kPass1Rows;
-    const std::size_t last = std::min(first + kPass1Rows, shape.q_len);
-    const std::size_t at = bh * q_head_floats;
-    std::fill(gradients.dq + at + first * d, gradients.dq + at + last * d, 0.0f);
-    for (std::size_t i = first; i < last; ++i) {
-      delta[bh * shape.q_len + i] =
-          dot_product(gradients.d_o + at + i * d, forward.o + at + i * d, d);
-    }
-  });
-  const std::size_t kv_chunks = (shape.kv_len + kPass1Rows - 1) / kPass1Rows;
-  tasks.run(kv_heads * kv_chunks, [&](std::size_t t, Workspace&) {
-    const std::size_t first = t % kv_chunks * kPass1Rows;
-    const std::size_t last = std::min(first + kPass1Rows, shape.kv_len);
-    const std::size_t at = t / kv_chunks * kv_head_floats;
-    std::fill(gradients.dk + at + first * d, gradients.dk + at + last * d, 0.0f);
-    std::fill(gradients.dv + at + first * d, gradients.dv + at + last * d, 0.0f);
-  });
-
-  // Pass 2: every (batch, key/value head) packed once, tasks of kPackKeys keys.
   float* packed = nullptr;
   std::size_t per_head = 0;  // floats
+  std::size_t ranges = 0;    // packing tasks per key/value head
   if (code.packing.pack != nullptr) {
     per_head =
         kernels::packed_bytes_per_head(code.packing, shape.kv_len, shape.head_dim) / sizeof(float);
     packed = ws.take<float>(kv_heads * per_head);
-    const std::size_t ranges = (shape.kv_len + kernels::kPackKeys - 1) / kernels::kPackKeys;
-    tasks.run(kv_heads * ranges, [&](std::size_t t, Workspace&) {
+    ranges = (shape.kv_len + kernels::kPackKeys - 1) / kernels::kPackKeys;
+  }
+  const std::size_t q_chunks = (shape.q_len + kChunkRows - 1) / kChunkRows;
+  const std::size_t kv_chunks = (shape.kv_len + kChunkRows - 1) / kChunkRows;
+  const std::size_t pack_tasks = kv_heads * ranges, q_tasks = heads * q_chunks;
+  tasks.run(pack_tasks + q_tasks + kv_heads * kv_chunks, [&](std::size_t t, Workspace&) {
+    if (t < pack_tasks) {
       const std::size_t kv = t / ranges, first = (t % ranges) * kernels::kPackKeys;
       const std::size_t offset = kv * kv_head_floats + first * d;
       code.packing.pack(forward.k + offset, forward.v + offset, shape.kv_len, d, first,
                         std::min(first + kernels::kPackKeys, shape.kv_len), packed + kv * per_head);
-    });
-  }
+    } else if (t < pack_tasks + q_tasks) {
+      t -= pack_tasks;
+      const std::size_t bh = t / q_chunks, first = t % q_chunks * kChunkRows;
+      const std::size_t last = std::min(first + kChunkRows, shape.q_len);
+      const std::size_t at = bh * q_head_floats;
+      std::fill(gradients.dq + at + first * d, gradients.dq + at + last * d, 0.0f);
+      for (std::size_t i = first; i < last; ++i) {
+        delta[bh * shape.q_len + i] =
+            dot_product(gradients.d_o + at + i * d, forward.o + at + i * d, d);
+      }
+    } else {
+      t -= pack_tasks + q_tasks;
+      const std::size_t first = t % kv_chunks * kChunkRows;
+      const std::size_t last = std::min(first + kChunkRows, shape.kv_len);
+      const std::size_t at = t / kv_chunks * kv_head_floats;
+      std::fill(gradients.dk + at + first * d, gradients.dk + at + last * d, 0.0f);
+      std::fill(gradients.dv + at + first * d, gradients.dv + at + last * d, 0.0f);
+    }
+  });
 
   const std::size_t key_block = code.key_block(d);
   const std::size_t key_blocks = (shape.kv_len + key_block - 1) / key_block;
@@ -188,7 +194,7 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
   };
 
   if (code.keys != nullptr) {
-    // Pass 3, tiled: tasks (key/value head, key block, row segment), a head's in wavefront order.
+    // Pass 2, tiled: tasks (key/value head, key block, row segment), a head's in wavefront order.
     const std::size_t cells = key_blocks * segments;
     tasks.run_in_order(kv_heads * cells, [&](std::size_t t, Workspace& local) {
       Workspace::Scope scope(local);
@@ -202,7 +208,7 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
     return kernel;
   }
 
-  // Pass 3, naive: one query head at a time, its P and dS materialised.
+  // Pass 2, naive: one query head at a time, its P and dS materialised.
   const std::size_t p_stride = naive_row_floats(shape);
   float* p = ws.take<float>(shape.q_len * p_stride);
   float* ds = ws.take<float>(shape.q_len * p_stride);
