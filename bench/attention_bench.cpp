@@ -1,10 +1,11 @@
 // attnbench_bench: the benchmark matrix, Google Benchmark over every registry kernel x sequence
 // length x head dim x threads x causal, next to the machine's measured ceilings.
 //
-//   attnbench_bench [--preset=quick|full] [--contenders | --decode] [google benchmark flags]
+//   attnbench_bench [--preset=quick|full] [--contenders | --decode | --scaling]
+//                   [google benchmark flags]
 //
 // --contenders runs the contenders' window instead (contenders_window.hpp), --decode the decode
-// window (decode_window.hpp).
+// window (decode_window.hpp), --scaling the thread-scaling window (scaling_window.hpp).
 //
 // Names read `<kernel>/n:<n>/d:<d>/threads:<t>/causal:<0|1>` (q_len = kv_len = n, one head) for
 // the forward pass; a backward point appends `/pass:backward` (attention_backward alone, on the
@@ -51,6 +52,7 @@
 #include "kernels/kernel_interface.hpp"
 #include "oracle_check.hpp"
 #include "progress_reporter.hpp"
+#include "scaling_window.hpp"
 
 namespace {
 
@@ -324,6 +326,9 @@ void run_point(benchmark::State& state, Point p, std::string skip_reason) {
 // Every benchmark's predicted seconds (from a calibration call per kernel), for skipping points
 // over the budget and for the progress line's ETA.
 std::map<std::string, double> g_predicted;
+// The names Google Benchmark gives the matrix's runs ("<point>/iterations:1/repeats:3/real_time"),
+// which its --benchmark_filter matches, so that the progress total counts what the filter keeps.
+std::map<std::string, std::string> g_run_names;
 
 // GFLOP/s of `kernel`'s forward or backward pass at n = 512, d = 64, one thread, the median of
 // three calls after a warm-up: the basis of the predictions. (One call alone moved the budget's
@@ -530,6 +535,8 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
     const double per_rep = skip.empty() ? std::max(call, min_time) : 0;
     g_predicted[name] =
         per_rep * preset.repetitions + (skip.empty() ? call + setup : 0);  // + warm-up
+    g_run_names[name] = name + (call > min_time ? "/iterations:1" : "") +
+                        "/repeats:" + std::to_string(preset.repetitions) + "/real_time";
   }
 }
 
@@ -537,7 +544,8 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
 
 int main(int argc, char** argv) {
   std::string preset_name = "quick";
-  bool contenders_window = false, decode_window = false;
+  bool contenders_window = false, decode_window = false, scaling_window = false;
+  int repetitions = 0;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     if (std::strncmp(argv[i], "--preset=", 9) == 0) {
@@ -546,11 +554,17 @@ int main(int argc, char** argv) {
       contenders_window = true;
     } else if (std::strcmp(argv[i], "--decode") == 0) {
       decode_window = true;
+    } else if (std::strcmp(argv[i], "--scaling") == 0) {
+      scaling_window = true;
+    } else if (std::strncmp(argv[i], "--benchmark_repetitions=", 24) == 0) {
+      repetitions = std::atoi(argv[i] + 24);  // the windows set their points' own: this overrides
+      args.push_back(argv[i]);
     } else {
       args.push_back(argv[i]);
     }
   }
-  const Preset preset = preset_named(preset_name);
+  Preset preset = preset_named(preset_name);
+  if (repetitions > 0) preset.repetitions = repetitions;
   // The preset's defaults for Google Benchmark's own flags; flags given later override them.
   std::string min_time_flag = "--benchmark_min_time=" + std::to_string(preset.min_time);
   args.insert(args.begin() + 1, min_time_flag.data());
@@ -561,10 +575,14 @@ int main(int argc, char** argv) {
   add_context(preset_name, all_threads,
               contenders_window ? "contenders"
               : decode_window   ? "decode"
+              : scaling_window  ? "scaling"
                                 : "matrix");
 
   if (contenders_window) {
     register_contenders(preset_name, all_threads, g_peak_flops, g_predicted);
+  } else if (scaling_window) {
+    attnbench::bench::register_scaling(preset_name, all_threads, repetitions, g_peak_flops,
+                                       g_predicted);
   } else if (decode_window) {
     attnbench::bench::register_decode(preset_name, all_threads, g_triad_gbs, g_peak_flops,
                                       g_predicted);
@@ -578,7 +596,8 @@ int main(int argc, char** argv) {
   if (!filter.empty() && filter != "." && filter != "all") {
     const std::regex keep(filter);
     for (auto it = g_predicted.begin(); it != g_predicted.end();) {
-      if (std::regex_search(it->first, keep)) {
+      const auto run = g_run_names.find(it->first);
+      if (std::regex_search(run == g_run_names.end() ? it->first : run->second, keep)) {
         ++it;
       } else {
         predicted_total -= it->second;

@@ -14,6 +14,7 @@
 #include "attnbench.hpp"
 #include "bench_inputs.hpp"
 #include "ceilings.hpp"
+#include "window_support.hpp"
 
 namespace attnbench::bench {
 namespace {
@@ -96,17 +97,6 @@ KvCache& cache_for(const Kernel& kernel, const Layout& layout, KvType type, std:
   return *cache;
 }
 
-void skip_all(benchmark::State& state, const std::string& message) {
-  state.SkipWithError(message.c_str());
-  for (auto _ : state) {
-  }
-}
-
-double median(std::vector<double> xs) {
-  std::sort(xs.begin(), xs.end());
-  return xs[xs.size() / 2];
-}
-
 void run_decode(benchmark::State& state, const Kernel* kernel, Layout layout, std::size_t rows,
                 std::size_t kv_len, KvType type, std::size_t threads) {
   try {
@@ -115,7 +105,8 @@ void run_decode(benchmark::State& state, const Kernel* kernel, Layout layout, st
     const std::vector<float>& q = random_tensor(shape.q_elements(), 20);
     std::vector<float> o(shape.q_elements());
     const Tensors t{.q = q.data(), .o = o.data(), .kv_cache = &cache};
-    const Options options{.threads = threads};
+    Options options;
+    options.threads = threads;
     Workspace ws;
     attention(*kernel, shape, options, t, ws);  // warm-up: workspace, thread pool
     for (auto _ : state) {
@@ -146,7 +137,8 @@ void run_generate(benchmark::State& state, const Kernel* kernel, Layout layout, 
     const std::vector<float>& q = random_tensor(step.q_elements(), 21);
     const std::vector<float>& k = block(layout, 0);
     std::vector<float> o(step.q_elements()), k1(layout.kv_heads * kHeadDim), v1(k1.size());
-    const Options options{.threads = threads};
+    Options options;
+    options.threads = threads;
     Workspace ws;
     std::vector<double> token_s, append_s;
     using clock = std::chrono::steady_clock;
@@ -194,7 +186,9 @@ void run_prefill(benchmark::State& state, const Kernel* kernel, std::size_t n, K
     const std::vector<float>& k = random_tensor(shape.kv_elements(), 23);
     const std::vector<float>& v = random_tensor(shape.kv_elements(), 24);
     std::vector<float> o(shape.q_elements());
-    const Options options{.causal = true, .threads = threads};
+    Options options;
+    options.causal = true;
+    options.threads = threads;
     const Tensors t{.q = q.data(), .o = o.data(), .kv_cache = &cache};
     Workspace ws;
     double pack_s = 0;

@@ -4,8 +4,8 @@
 # quick: the CI preset (a few minutes on 2 cores); full: the workstation study.
 # Results: Google Benchmark's JSON in DIR/results.json (default reports/runs/<date>-<host>/), so
 # two runs compare with compare.py (see README), the contenders' windows in DIR/contenders.json and
-# DIR/python_contenders.json, the decode window in DIR/decode.json; the report is written next to
-# them.
+# DIR/python_contenders.json, the decode window in DIR/decode.json, the scaling window in
+# DIR/scaling.json; the report is written next to them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,6 +61,14 @@ build/bin/attnbench_bench --preset="$preset" --decode \
   --benchmark_out="$out/decode.json" --benchmark_out_format=json \
   "${extra[@]}" | tee "$out/decode_console.txt"
 echo "study: decode took $(( $(date +%s) - start )) s"
+# The scaling window: 1 thread against all in pairs of calls, the pairs' median ratio.
+start=$(date +%s)
+build/bin/attnbench_bench --preset="$preset" --scaling \
+  ${filter:+--benchmark_filter="$filter"} \
+  --benchmark_report_aggregates_only=true \
+  --benchmark_out="$out/scaling.json" --benchmark_out_format=json \
+  "${extra[@]}" | tee "$out/scaling_console.txt"
+echo "study: scaling took $(( $(date +%s) - start )) s"
 build/bin/attnbench demo all --json "$out/demos.json"
 
 if [[ -f scripts/report/report.py ]]; then

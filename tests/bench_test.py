@@ -72,5 +72,29 @@ with tempfile.TemporaryDirectory() as tmp:
     check("forward has no oracle ratio", forward.oracle_error_ratio_median != forward.oracle_error_ratio_median,
           str(forward.oracle_error_ratio_median))
 
+# The scaling window (--scaling): 1 thread against all in rounds, on the quick preset's forward point.
+with tempfile.TemporaryDirectory() as tmp:
+    out = Path(tmp) / "scaling.json"
+    run = subprocess.run([BINARY, "--preset=quick", "--scaling", "--benchmark_filter=pass:forward",
+                          "--benchmark_report_aggregates_only=true", f"--benchmark_out={out}",
+                          "--benchmark_out_format=json"], capture_output=True, text=True, timeout=300)
+    check("scaling run exit", run.returncode == 0, run.stderr[-2000:])
+    data = json.loads(out.read_text())
+    check("scaling window named in the context", data["context"].get("attnbench_window") == "scaling",
+          str(data["context"].get("attnbench_window")))
+    medians = [b for b in data["benchmarks"] if b.get("aggregate_name") == "median"]
+    threads = int(data["context"]["threads_all"])
+    check("one forward scaling point", len(medians) == (1 if threads > 1 else 0), str([b["name"] for b in medians]))
+    for b in medians:
+        check("scaling point name", b["run_name"].startswith(f"scaling/tiled/simd") and
+              f"/n:1024/d:64/pass:forward/threads:{threads}/" in b["run_name"], b["run_name"])
+        check("speedup is the 1-thread over the all-thread time", 0 < b["speedup_fastest"] <= b["speedup"] * 1.0001
+              and abs(b["efficiency"] - b["speedup"] / threads) < 1e-9, str(b))
+        check("at least 5 rounds", b["rounds"] >= 5, str(b["rounds"]))
+        # GFLOP/s x ms is the call's FLOPs / 1e6 on both sides (up to the aggregation over repetitions).
+        flops = 4.0 * 1024 * 1024 * 64
+        check("GFLOP/s from the call times", all(abs(b[g] * b[t] * 1e6 / flops - 1) < 0.1
+                                                 for g, t in (("gflops_1", "ms_1"), ("gflops_T", "ms_T"))), str(b))
+
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

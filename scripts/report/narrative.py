@@ -24,16 +24,18 @@ import narrative_overview
 import narrative_shapes
 import narrative_throughput
 import narrative_time_memory
+import scaling
 from document import Document, Paragraph
 from loader import Table as Points
 
 
 def build(table: Points, figures: dict, demos: dict | None = None, windows: list | None = None,
-          decode=None) -> Document:
+          decode=None, scaling_window=None) -> Document:
     """figures: {stem: FigureFile} as written by the fig_* modules; demos: demos.load()'s numbers
     (their figures in `figures` too) for the Concepts section, or None to leave it out; windows: the
     contenders' windows (loader.load_windows) for "Against the alternatives" and the headline; decode:
-    the decode window (loader_decode.load_next_to) for "Decoding against a KV cache", or None."""
+    the decode window (loader_decode.load_next_to) for "Decoding against a KV cache", or None;
+    scaling_window: the scaling window (scaling.load_next_to) for "Thread scaling in rounds", or None."""
     run = table.runs[0]
     ctx = run.context
     all_threads = analysis.threads_all(table)
@@ -69,6 +71,9 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
         narrative_throughput.speedups(doc, matrix, figures, all_threads)
         narrative_throughput.roofline(doc, matrix, figures, all_threads)
         narrative_throughput.thread_scaling(doc, matrix, figures, all_threads)
+    if scaling_window is not None:
+        scaling.section(doc, scaling_window)
+    if len(matrix.measured()):
         narrative_shapes.causal(doc, matrix, all_threads)
     else:
         doc.section("The n × d matrix").add(Paragraph(

@@ -7,7 +7,8 @@ One run: report.md (GitHub Markdown, figures as PNG links), report.html (one sel
 figures inlined as SVG) and the figures fig1..fig7 as PNG and SVG, written next to the JSON (or
 into DIR), with fig9 and fig10 and the section "The backward pass" when the run has backward points; with the contenders' windows next to it (contenders.json, python_contenders.json), the
 section "Against the alternatives" and its figure fig8_contenders; with the decode window next to it
-(decode.json), the section "Decoding against a KV cache" and its figures fig11 and fig12; when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
+(decode.json), the section "Decoding against a KV cache" and its figures fig11 and fig12; with the
+scaling window next to it (scaling.json), the section "Thread scaling in rounds"; when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
 section too, with its figures concepts_*. Several runs: a side-by-side comparison of machines or
 commits (GFLOP/s at the points the runs share, with ratios, and figures overlaying the runs),
 written to a compare-* folder in the first run's folder (or into DIR). Run with Debian's /usr/bin/python3 (matplotlib, numpy, jinja2).
@@ -41,6 +42,7 @@ import fig_time  # noqa: E402
 import formatting  # noqa: E402
 import loader  # noqa: E402
 import loader_decode  # noqa: E402
+import scaling  # noqa: E402
 import narrative  # noqa: E402
 import render  # noqa: E402
 
@@ -74,7 +76,7 @@ def single_report(table: loader.Table, out_dir: Path) -> list:
         for module in DECODE_FIGURES:
             written = module.draw(decode, out_dir)
             figures[written.stem] = written
-    document = narrative.build(table, figures, concepts, windows, decode)
+    document = narrative.build(table, figures, concepts, windows, decode, load_scaling(table.runs[0].path))
     md = render.write_markdown(document, out_dir)
     page = render.write_html(document, out_dir)
     return [md, page] + [f for fig in figures.values() for f in (fig.png, fig.svg)]
@@ -97,6 +99,16 @@ def load_decode(run: loader.Run):
         return loader_decode.load_next_to(run)
     except (OSError, ValueError) as error:
         print(f"report.py: {error}; the report leaves out its decode section", file=sys.stderr)
+        return None
+
+
+def load_scaling(results_json: Path):
+    """The scaling window next to the run (scaling.json), or None: no file, or one that cannot be read
+    (said on stderr; the report is made without its section "Thread scaling in rounds")."""
+    try:
+        return scaling.load_next_to(results_json)
+    except (OSError, ValueError) as error:
+        print(f"report.py: {error}; the report leaves out its section on the scaling window", file=sys.stderr)
         return None
 
 

@@ -1,0 +1,124 @@
+"""The scaling window (`attnbench_bench --scaling`, scaling.json next to the results): 1 thread
+against all in rounds of calls (bench/scaling_window.hpp), and the report's section on it. Every
+number comes from the file; a point's figures are the medians over its repetitions of the
+per-repetition medians over rounds that the benchmark writes."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import formatting as fmt
+from document import Document, Paragraph, Table
+
+FILE_NAME = "scaling.json"
+NAME = re.compile(r"^scaling/(?P<kernel>.+)/n:(?P<n>\d+)/d:(?P<d>\d+)/pass:(?P<pass_>forward|backward)"
+                  r"/threads:(?P<threads>\d+)(/|$)")
+TARGET = 1.8  # what the README's thread-scaling verdicts compare against: 90% of two threads
+
+
+@dataclass(frozen=True)
+class ScalingPoint:
+    kernel: str
+    pass_: str
+    n: int
+    d: int
+    threads: int
+    speedup: float          # over the mean of the cores' 1-thread calls
+    speedup_fastest: float  # over the round's fastest 1-thread call
+    speedup_cv: float       # of the speedup over repetitions
+    gflops_1: float
+    gflops_all: float
+    pct_peak_1: float
+    rounds: int
+    pinned: bool
+
+
+@dataclass(frozen=True)
+class ScalingWindow:
+    path: Path
+    context: dict
+    points: list
+    errors: dict  # point name -> the error it recorded
+
+
+def load_file(path: Path) -> ScalingWindow:
+    """Reads scaling.json. Raises ValueError naming the file and what is wrong with it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        benchmarks = data["benchmarks"]
+        context = data.get("context", {})
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not a Google Benchmark JSON file ({error})") from None
+    medians, cvs, errors = {}, {}, {}
+    for b in benchmarks:
+        name = b.get("run_name", b.get("name", ""))
+        if not NAME.match(name):
+            raise ValueError(f"{path}: {name!r} is not a scaling point's name "
+                             "(scaling/<kernel>/n:N/d:D/pass:<forward|backward>/threads:T)")
+        if b.get("error_occurred"):
+            errors[name] = b.get("error_message", "error")
+        elif b.get("aggregate_name") == "median":
+            medians[name] = b
+        elif b.get("aggregate_name") == "cv":
+            cvs[name] = b
+    points = []
+    for name, b in medians.items():
+        m = NAME.match(name)
+        try:
+            points.append(ScalingPoint(
+                kernel=m["kernel"], pass_=m["pass_"], n=int(m["n"]), d=int(m["d"]), threads=int(m["threads"]),
+                speedup=float(b["speedup"]), speedup_fastest=float(b["speedup_fastest"]),
+                speedup_cv=float(cvs.get(name, {}).get("speedup", float("nan"))),
+                gflops_1=float(b["gflops_1"]), gflops_all=float(b["gflops_T"]),
+                pct_peak_1=float(b["pct_peak_1"]), rounds=int(b["rounds"]), pinned=b["pinned"] >= 0.5))
+        except KeyError as missing:
+            raise ValueError(f"{path}: {name} has no counter {missing}") from None
+    points.sort(key=lambda p: (p.kernel, p.pass_, p.d, p.n))
+    return ScalingWindow(path, context, points, errors)
+
+
+def load_next_to(results_json: Path) -> ScalingWindow | None:
+    """The scaling window next to a run's results.json, or None when there is no scaling.json."""
+    path = results_json.parent / FILE_NAME
+    return load_file(path) if path.is_file() else None
+
+
+def below_target(window: ScalingWindow) -> list:
+    """The points whose speedup is under TARGET, by the statistic the verdict uses."""
+    return [p for p in window.points if p.speedup < TARGET]
+
+
+def section(doc: Document, window: ScalingWindow) -> None:
+    """The section "Thread scaling in rounds": one row per point, and the verdict against TARGET."""
+    s = doc.section("Thread scaling in rounds")
+    if not window.points:
+        s.add(Paragraph(f"`{FILE_NAME}` holds no measured point"
+                        + (f" ({len(window.errors)} recorded errors)." if window.errors else ".")))
+        return
+    threads = window.points[0].threads
+    rows = [[fmt.code(p.kernel), p.pass_, str(p.d), fmt.count(p.n), f"{p.gflops_1:.1f}", fmt.pct(p.pct_peak_1, 0),
+             f"{p.gflops_all:.1f}", fmt.ratio(p.speedup), fmt.ratio(p.speedup_fastest),
+             fmt.pct(100 * p.speedup_cv, 0) if p.speedup_cv == p.speedup_cv else "n/a", str(p.rounds)]
+            for p in window.points]
+    s.add(Table(["kernel", "pass", "d", "n", "GFLOP/s, 1 thread", "of peak", f"GFLOP/s, {threads} threads",
+                 "speedup", "over the fastest core", "cv", "rounds"], rows,
+                caption=f"From `{FILE_NAME}` ({window.context.get('cpu_model', 'unknown CPU')}): medians over "
+                        "repetitions of each repetition's median over rounds."))
+    pinned = all(p.pinned for p in window.points)
+    low = below_target(window)
+    verdict = (f"Every point runs {threads} threads at least {fmt.ratio(TARGET)} faster than one."
+               if not low else
+               f"{len(low)} of {len(window.points)} points run {threads} threads less than {fmt.ratio(TARGET)} faster "
+               "than one: " + ", ".join(f"{p.kernel} {p.pass_} d = {p.d}, n = {fmt.count(p.n)} "
+                                         f"({fmt.ratio(p.speedup)})" for p in low) + ".")
+    s.add(Paragraph(
+        "Each round times the 1-thread call once on each core, "
+        + ("pinned to it, " if pinned else "where the OS put it (pinning was unavailable), ")
+        + f"and the {threads}-thread call before or after them by turns; the speedup is the median over rounds "
+        "of the 1-thread calls' mean time over the all-thread call's, both sides milliseconds apart, where "
+        "repetitions interleaved at random are seconds apart on a host whose neighbours move a point by 30%. "
+        "Over the fastest core is the same against the round's fastest 1-thread call: where it is well below the "
+        "speedup, the cores ran at different speeds, which a 1-thread call on one core alone would charge to the "
+        f"kernel. The verdicts read the speedup. {verdict}"))
