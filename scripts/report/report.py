@@ -82,34 +82,32 @@ def single_report(table: loader.Table, out_dir: Path) -> list:
     return [md, page] + [f for fig in figures.values() for f in (fig.png, fig.svg)]
 
 
+def load_beside(load, source, what: str):
+    """load(source), or None when it raises OSError or ValueError (said on stderr: the report is made
+    without `what`)."""
+    try:
+        return load(source)
+    except (OSError, ValueError) as error:
+        print(f"report.py: {error}; the report leaves out {what}", file=sys.stderr)
+        return None
+
+
 def load_demos(results_json: Path) -> dict | None:
     """The demos' numbers next to the run (`attnbench demo all --json`), or None: no file, or one that
-    cannot be read (said on stderr; the report is made without its Concepts section)."""
-    try:
-        return demos.load_next_to(results_json)
-    except (OSError, ValueError) as error:
-        print(f"report.py: {error}; the report leaves out its Concepts section", file=sys.stderr)
-        return None
+    cannot be read (the report is made without its Concepts section)."""
+    return load_beside(demos.load_next_to, results_json, "its Concepts section")
 
 
 def load_decode(run: loader.Run):
     """The decode window next to the run (decode.json), or None: no file, or one that cannot be read
-    (said on stderr; the report is made without its section "Decoding against a KV cache")."""
-    try:
-        return loader_decode.load_next_to(run)
-    except (OSError, ValueError) as error:
-        print(f"report.py: {error}; the report leaves out its decode section", file=sys.stderr)
-        return None
+    (the report is made without its section "Decoding against a KV cache")."""
+    return load_beside(loader_decode.load_next_to, run, "its decode section")
 
 
 def load_scaling(results_json: Path):
     """The scaling window next to the run (scaling.json), or None: no file, or one that cannot be read
-    (said on stderr; the report is made without its section "Thread scaling in rounds")."""
-    try:
-        return scaling.load_next_to(results_json)
-    except (OSError, ValueError) as error:
-        print(f"report.py: {error}; the report leaves out its section on the scaling window", file=sys.stderr)
-        return None
+    (the report is made without its section "Thread scaling in rounds")."""
+    return load_beside(scaling.load_next_to, results_json, "its section on the scaling window")
 
 
 def comparison_report(table: loader.Table, out_dir: Path) -> list:
