@@ -118,20 +118,23 @@ void run_scaling(benchmark::State& state, const Kernel* kernel, std::size_t n, s
       ratio_fastest.clear();
       double spent = 0;
       for (std::size_t round = 0; round < min_pairs || spent < seconds; ++round) {
-        double all_s = 0, one_sum = 0, one_min = 1e300;
+        double all_s = 0, one_speed = 0, one_min = 1e300;
         const bool all_first = round % 2 == 1;
         if (all_first) all_s = call(all, ws_all);
         for (int cpu : cpus) {
           const double s = one_call(cpu);
           t_one.push_back(s);
-          one_sum += s;
+          one_speed += 1.0 / s;
           one_min = std::min(one_min, s);
+          spent += s;
         }
         if (!all_first) all_s = call(all, ws_all);
         t_all.push_back(all_s);
-        ratio.push_back(one_sum / double(cpus.size()) / all_s);
+        // The cores' mean speed, not their mean time: T cores that each ran the whole call at its
+        // own speed, perfectly shared, make exactly T.
+        ratio.push_back(1.0 / all_s / (one_speed / double(cpus.size())));
         ratio_fastest.push_back(one_min / all_s);
-        spent += one_sum + all_s;
+        spent += all_s;
       }
       state.SetIterationTime(median(t_all));
     }

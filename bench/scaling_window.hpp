@@ -2,7 +2,8 @@
 // than one, measured so that the ratio survives a noisy host. Each point times rounds of calls of
 // one kernel on one problem: the 1-thread call once on each core it is pinned to in turn, and the
 // all-thread call, before them or after them by turns. The speedup is the median over rounds of
-// (the 1-thread calls' mean time) / (the all-thread call's): both sides of every ratio share a
+// the all-thread call's speed over the 1-thread calls' mean speed (so that T cores perfectly
+// shared make T, whatever their own speeds): both sides of every ratio share a
 // window of milliseconds, where repetitions interleaved at random share one of seconds, long
 // enough for a neighbour on the host to move one side by 30%; and the 1-thread side is every
 // core's, since this host's cores run at different speeds from moment to moment (a 1-thread call

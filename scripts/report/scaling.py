@@ -25,7 +25,7 @@ class ScalingPoint:
     n: int
     d: int
     threads: int
-    speedup: float          # over the mean of the cores' 1-thread calls
+    speedup: float          # over the cores' mean 1-thread speed
     speedup_fastest: float  # over the round's fastest 1-thread call
     speedup_cv: float       # of the speedup over repetitions
     gflops_1: float
@@ -117,7 +117,7 @@ def section(doc: Document, window: ScalingWindow) -> None:
         "Each round times the 1-thread call once on each core, "
         + ("pinned to it, " if pinned else "where the OS put it (pinning was unavailable), ")
         + f"and the {threads}-thread call before or after them by turns; the speedup is the median over rounds "
-        "of the 1-thread calls' mean time over the all-thread call's, both sides milliseconds apart, where "
+        "of the all-thread call's speed over the 1-thread calls' mean speed, both sides milliseconds apart, where "
         "repetitions interleaved at random are seconds apart on a host whose neighbours move a point by 30%. "
         "Over the fastest core is the same against the round's fastest 1-thread call: where it is well below the "
         "speedup, the cores ran at different speeds, which a 1-thread call on one core alone would charge to the "
