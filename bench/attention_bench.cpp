@@ -557,7 +557,8 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--scaling") == 0) {
       scaling_window = true;
     } else if (std::strncmp(argv[i], "--benchmark_repetitions=", 24) == 0) {
-      repetitions = std::atoi(argv[i] + 24);  // the windows set their points' own: this overrides
+      // The matrix and the scaling window set their points' own count: this overrides it.
+      repetitions = std::atoi(argv[i] + 24);
       args.push_back(argv[i]);
     } else {
       args.push_back(argv[i]);
