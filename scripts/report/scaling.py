@@ -16,6 +16,7 @@ FILE_NAME = "scaling.json"
 NAME = re.compile(r"^scaling/(?P<kernel>.+)/n:(?P<n>\d+)/d:(?P<d>\d+)/pass:(?P<pass_>forward|backward)"
                   r"/threads:(?P<threads>\d+)(/|$)")
 TARGET = 1.8  # what the README's thread-scaling verdicts compare against: 90% of two threads
+NOISY_CV = 0.10  # a speedup whose repetitions vary more than this gets no verdict: within noise
 
 
 @dataclass(frozen=True)
@@ -85,9 +86,14 @@ def load_next_to(results_json: Path) -> ScalingWindow | None:
     return load_file(path) if path.is_file() else None
 
 
+def noisy(point: ScalingPoint) -> bool:
+    """Whether the point's speedup varies over its repetitions by more than NOISY_CV (or has one only)."""
+    return not point.speedup_cv <= NOISY_CV
+
+
 def below_target(window: ScalingWindow) -> list:
-    """The points whose speedup is under TARGET, by the statistic the verdict uses."""
-    return [p for p in window.points if p.speedup < TARGET]
+    """The points whose speedup is under TARGET, by the statistic the verdict uses (noisy points aside)."""
+    return [p for p in window.points if p.speedup < TARGET and not noisy(p)]
 
 
 def section(doc: Document, window: ScalingWindow) -> None:
@@ -107,12 +113,16 @@ def section(doc: Document, window: ScalingWindow) -> None:
                 caption=f"From `{FILE_NAME}` ({window.context.get('cpu_model', 'unknown CPU')}): medians over "
                         "repetitions of each repetition's median over rounds."))
     pinned = all(p.pinned for p in window.points)
-    low = below_target(window)
-    verdict = (f"Every point runs {threads} threads at least {fmt.ratio(TARGET)} faster than one."
+    low, within_noise = below_target(window), [p for p in window.points if noisy(p)]
+    read = len(window.points) - len(within_noise)
+    verdict = (f"Every point read runs {threads} threads at least {fmt.ratio(TARGET)} faster than one."
                if not low else
-               f"{len(low)} of {len(window.points)} points run {threads} threads less than {fmt.ratio(TARGET)} faster "
+               f"{len(low)} of the {read} points read run {threads} threads less than {fmt.ratio(TARGET)} faster "
                "than one: " + ", ".join(f"{p.kernel} {p.pass_} d = {p.d}, n = {fmt.count(p.n)} "
                                          f"({fmt.ratio(p.speedup)})" for p in low) + ".")
+    if within_noise:
+        verdict += (f" Within noise, so not read (the speedup's cv over repetitions above {fmt.pct(100 * NOISY_CV, 0)}): "
+                    + ", ".join(f"{p.kernel} {p.pass_} d = {p.d}, n = {fmt.count(p.n)}" for p in within_noise) + ".")
     s.add(Paragraph(
         "Each round times the 1-thread call once on each core, "
         + ("pinned to it, " if pinned else "where the OS put it (pinning was unavailable), ")
