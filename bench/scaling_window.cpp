@@ -1,4 +1,4 @@
-// attnbench_bench --scaling: 1 thread against all, in pairs of calls (scaling_window.hpp says why
+// attnbench_bench --scaling: 1 thread against all, in rounds of calls (scaling_window.hpp says why
 // and what each point reports).
 #include "scaling_window.hpp"
 
@@ -20,9 +20,9 @@ namespace {
 
 struct ScalingPreset {
   std::vector<std::size_t> forward_lens, forward_dims, backward_lens, backward_dims;
-  bool every_isa;     // also the avx2 kernel by name where a wider ISA dispatches
-  double seconds;     // pairs per repetition: at least this long ...
-  std::size_t pairs;  // ... and at least this many
+  bool every_isa;      // also the avx2 kernel by name where a wider ISA dispatches
+  double seconds;      // rounds per repetition: at least this long ...
+  std::size_t rounds;  // ... and at least this many
   int repetitions;
 };
 
@@ -67,7 +67,7 @@ class Affinity {
 };
 
 void run_scaling(benchmark::State& state, const Kernel* kernel, std::size_t n, std::size_t d,
-                 bool backward, std::size_t threads, double seconds, std::size_t min_pairs) {
+                 bool backward, std::size_t threads, double seconds, std::size_t min_rounds) {
   try {
     const Shape shape{1, 1, 1, n, n, d};
     const std::vector<float>& q = random_tensor(shape.q_elements(), 30);
@@ -117,7 +117,7 @@ void run_scaling(benchmark::State& state, const Kernel* kernel, std::size_t n, s
       ratio.clear();
       ratio_fastest.clear();
       double spent = 0;
-      for (std::size_t round = 0; round < min_pairs || spent < seconds; ++round) {
+      for (std::size_t round = 0; round < min_rounds || spent < seconds; ++round) {
         double all_s = 0, one_speed = 0, one_min = 1e300;
         const bool all_first = round % 2 == 1;
         if (all_first) all_s = call(all, ws_all);
@@ -179,14 +179,14 @@ void register_scaling(const std::string& preset_name, std::size_t all_threads, i
                                    (backward ? "/pass:backward" : "/pass:forward") +
                                    "/threads:" + std::to_string(all_threads);
           auto* b = benchmark::RegisterBenchmark(name.c_str(), run_scaling, kernel, n, d, backward,
-                                                 all_threads, preset.seconds, preset.pairs);
+                                                 all_threads, preset.seconds, preset.rounds);
           b->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
           b->Repetitions(preset.repetitions)->ReportAggregatesOnly(true);
-          // A pair at 50 GFLOP/s a thread: 1 + 1 / threads of a 1-thread call.
+          // A round at 50 GFLOP/s a thread: one 1-thread call per core and one all-thread call.
           const double call = (backward ? 2.5 : 1.0) * 4.0 * double(n) * double(n) * double(d) /
-                              50e9 * (1.0 + 1.0 / double(all_threads));
+                              50e9 * (double(all_threads) + 1.0 / double(all_threads));
           predicted[name] =
-              std::max(preset.seconds, call * double(preset.pairs)) * preset.repetitions;
+              std::max(preset.seconds, call * double(preset.rounds)) * preset.repetitions;
         }
       }
     }
