@@ -22,11 +22,7 @@
 // the JSON as an error with its reason; one whose kernel fails the backward's oracle check, as
 // "failed: oracle check: ...".
 #include <benchmark/benchmark.h>
-#include <cblas.h>
 #include <oneapi/tbb/info.h>
-#include <oneapi/tbb/version.h>
-#include <unistd.h>
-#include <xsimd/xsimd.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -52,6 +48,7 @@
 #include "kernels/kernel_interface.hpp"
 #include "oracle_check.hpp"
 #include "progress_reporter.hpp"
+#include "run_context.hpp"
 #include "scaling_window.hpp"
 
 namespace {
@@ -362,59 +359,6 @@ double calibrate(const Kernel& kernel, Pass pass) {
   return flop_factor(pass) * forward_flops(shape, false) / seconds[1] / 1e9;
 }
 
-std::string read_first_line_with(const char* path, const char* prefix) {
-  std::ifstream f(path);
-  for (std::string line; std::getline(f, line);) {
-    if (line.rfind(prefix, 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
-}
-
-void add_context(const std::string& preset, std::size_t all_threads, const std::string& window) {
-  using benchmark::AddCustomContext;
-  AddCustomContext("attnbench_preset", preset);
-  // Which window this JSON is: the kernel matrix, or the contenders' interleaved comparison.
-  AddCustomContext("attnbench_window", window);
-  AddCustomContext("cpu_model", read_first_line_with("/proc/cpuinfo", "model name"));
-  // (Cache sizes: Google Benchmark's own "caches" context.)
-  AddCustomContext("memory_bytes", std::to_string(std::size_t(sysconf(_SC_PHYS_PAGES)) *
-                                                  std::size_t(sysconf(_SC_PAGE_SIZE))));
-  AddCustomContext("naive_memory_budget_bytes", std::to_string(attnbench::default_memory_budget()));
-  AddCustomContext("rows_per_task", std::to_string(attnbench::kernels::kRowsPerTask));
-  // The shape every backward kernel's gradients are checked on before its points are timed.
-  AddCustomContext("backward_check_shape",
-                   std::to_string(kBackwardCheckRows) + "x" + std::to_string(kBackwardCheckKeys));
-  AddCustomContext("threads_all", std::to_string(all_threads));
-  for (const Kernel& k : attnbench::registry()) {
-    if (k.dispatches)
-      AddCustomContext("dispatch " + std::string(k.name), std::string(attnbench::resolve(k).name));
-    AddCustomContext("role " + std::string(k.name), attnbench::bench::kernel_role(k));
-  }
-  AddCustomContext("compiler", ATTNBENCH_COMPILER);
-  AddCustomContext("cxx_flags", ATTNBENCH_CXX_FLAGS);
-  AddCustomContext("xsimd_version", std::to_string(XSIMD_VERSION_MAJOR) + "." +
-                                        std::to_string(XSIMD_VERSION_MINOR) + "." +
-                                        std::to_string(XSIMD_VERSION_PATCH));
-  AddCustomContext("onetbb_version", TBB_VERSION_STRING);
-  AddCustomContext("google_benchmark_version", ATTNBENCH_BENCHMARK_VERSION);
-  AddCustomContext("openblas_config", openblas_get_config());
-  AddCustomContext("openblas_corename", openblas_get_corename());
-
-  std::fprintf(stderr, "attnbench_bench: measuring the machine's ceilings ...\n");
-  for (std::size_t t : {std::size_t{1}, all_threads}) {
-    const auto peak = attnbench::bench::measure_fma_peak(t);
-    const double triad = attnbench::bench::measure_triad_bandwidth(t);
-    g_peak_flops[t] = peak.gflops * 1e9;
-    g_triad_gbs[t] = triad;
-    const std::string suffix = "_threads_" + std::to_string(t);
-    AddCustomContext("fma_peak_gflops" + suffix, std::to_string(peak.gflops));
-    AddCustomContext("fma_peak_isa" + suffix, peak.isa);
-    AddCustomContext("triad_gbs" + suffix, std::to_string(triad));
-    std::fprintf(stderr, "  %zu thread(s): FMA peak %.1f GFLOP/s (%s), triad %.1f GB/s\n", t,
-                 peak.gflops, peak.isa.c_str(), triad);
-  }
-}
-
 // The matrix window: every registry kernel over the preset's points, not interleaved.
 void register_matrix(const Preset& preset, const std::string& preset_name,
                      std::size_t all_threads) {
@@ -573,11 +517,14 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&count, args.data());
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 2;
   const std::size_t all_threads = static_cast<std::size_t>(tbb::info::default_concurrency());
-  add_context(preset_name, all_threads,
-              contenders_window ? "contenders"
-              : decode_window   ? "decode"
-              : scaling_window  ? "scaling"
-                                : "matrix");
+  attnbench::bench::add_run_context(
+      preset_name, all_threads,
+      contenders_window ? "contenders"
+      : decode_window   ? "decode"
+      : scaling_window  ? "scaling"
+                        : "matrix",
+      std::to_string(kBackwardCheckRows) + "x" + std::to_string(kBackwardCheckKeys), g_peak_flops,
+      g_triad_gbs);
 
   if (contenders_window) {
     register_contenders(preset_name, all_threads, g_peak_flops, g_predicted);

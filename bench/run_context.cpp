@@ -1,0 +1,81 @@
+// The JSON context every window of attnbench_bench writes (run_context.hpp).
+#include "run_context.hpp"
+
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <oneapi/tbb/version.h>
+#include <unistd.h>
+#include <xsimd/xsimd.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "attnbench.hpp"
+#include "build_info.hpp"
+#include "ceilings.hpp"
+#include "contender.hpp"
+#include "kernels/kernel_interface.hpp"
+
+namespace attnbench::bench {
+
+namespace {
+
+std::string read_first_line_with(const char* path, const char* prefix) {
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind(prefix, 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+void add_run_context(const std::string& preset, std::size_t all_threads, const std::string& window,
+                     const std::string& backward_check_shape,
+                     std::map<std::size_t, double>& peak_flops,
+                     std::map<std::size_t, double>& triad_gbs) {
+  using benchmark::AddCustomContext;
+  AddCustomContext("attnbench_preset", preset);
+  // Which window this JSON is: the kernel matrix, or the contenders' interleaved comparison.
+  AddCustomContext("attnbench_window", window);
+  AddCustomContext("cpu_model", read_first_line_with("/proc/cpuinfo", "model name"));
+  // (Cache sizes: Google Benchmark's own "caches" context.)
+  AddCustomContext("memory_bytes", std::to_string(std::size_t(sysconf(_SC_PHYS_PAGES)) *
+                                                  std::size_t(sysconf(_SC_PAGE_SIZE))));
+  AddCustomContext("naive_memory_budget_bytes", std::to_string(default_memory_budget()));
+  AddCustomContext("rows_per_task", std::to_string(kernels::kRowsPerTask));
+  // The shape every backward kernel's gradients are checked on before its points are timed.
+  AddCustomContext("backward_check_shape", backward_check_shape);
+  AddCustomContext("threads_all", std::to_string(all_threads));
+  for (const Kernel& k : registry()) {
+    if (k.dispatches)
+      AddCustomContext("dispatch " + std::string(k.name), std::string(resolve(k).name));
+    AddCustomContext("role " + std::string(k.name), kernel_role(k));
+  }
+  AddCustomContext("compiler", ATTNBENCH_COMPILER);
+  AddCustomContext("cxx_flags", ATTNBENCH_CXX_FLAGS);
+  AddCustomContext("xsimd_version", std::to_string(XSIMD_VERSION_MAJOR) + "." +
+                                        std::to_string(XSIMD_VERSION_MINOR) + "." +
+                                        std::to_string(XSIMD_VERSION_PATCH));
+  AddCustomContext("onetbb_version", TBB_VERSION_STRING);
+  AddCustomContext("google_benchmark_version", ATTNBENCH_BENCHMARK_VERSION);
+  AddCustomContext("openblas_config", openblas_get_config());
+  AddCustomContext("openblas_corename", openblas_get_corename());
+
+  std::fprintf(stderr, "attnbench_bench: measuring the machine's ceilings ...\n");
+  for (std::size_t t : {std::size_t{1}, all_threads}) {
+    const auto peak = measure_fma_peak(t);
+    const double triad = measure_triad_bandwidth(t);
+    peak_flops[t] = peak.gflops * 1e9;
+    triad_gbs[t] = triad;
+    const std::string suffix = "_threads_" + std::to_string(t);
+    AddCustomContext("fma_peak_gflops" + suffix, std::to_string(peak.gflops));
+    AddCustomContext("fma_peak_isa" + suffix, peak.isa);
+    AddCustomContext("triad_gbs" + suffix, std::to_string(triad));
+    std::fprintf(stderr, "  %zu thread(s): FMA peak %.1f GFLOP/s (%s), triad %.1f GB/s\n", t,
+                 peak.gflops, peak.isa.c_str(), triad);
+  }
+}
+
+}  // namespace attnbench::bench

@@ -1,0 +1,19 @@
+// The JSON context every window of attnbench_bench writes: the preset and window, the CPU, memory,
+// kernels' dispatch and roles, compiler, library versions, and the machine's ceilings measured on
+// one and on all threads (FMA peak, triad), which it also hands back for the points' counters.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+
+namespace attnbench::bench {
+
+// Adds the context and measures the ceilings: `peak_flops` (FLOP/s) and `triad_gbs` (GB/s) get
+// them per thread count (1 and all_threads).
+void add_run_context(const std::string& preset, std::size_t all_threads, const std::string& window,
+                     const std::string& backward_check_shape,
+                     std::map<std::size_t, double>& peak_flops,
+                     std::map<std::size_t, double>& triad_gbs);
+
+}  // namespace attnbench::bench
