@@ -12,6 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -404,8 +405,11 @@ void reference_attention_backward(const Shape& shape, const Options& options, co
 // each element bounds how large the float terms its gradient element sums can be. Rounding
 // errors scale with it where the gradient itself may cancel to zero (one key: dS = p (dp - D) = 0
 // exactly, yet computed from two dot products in different orders). Shapes as above.
+// `weights_below`: only the terms whose weight p_j is below it (the terms a float exp may flush
+// to zero: their sum bounds what flushing them can cost).
 void reference_backward_magnitudes(const Shape& shape, const Options& options, const float* q,
                                    const float* k, const float* v, const float* d_o, double* dq,
-                                   double* dk, double* dv);
+                                   double* dk, double* dv,
+                                   double weights_below = std::numeric_limits<double>::infinity());
 
 }  // namespace attnbench

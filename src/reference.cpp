@@ -81,9 +81,12 @@ namespace {
 // The backward's loops, once for the oracle (kAbs false) and once for its conditioning (kAbs true):
 // the same sums with every term replaced by its magnitude, |dp_j| by sum_c |dO_c v_jc|, D by
 // sum_j p_j |dp_j|, dp_j - D by |dp_j| + |D|, and the scale, Q, K and dO by their magnitudes.
+// With kAbs, dQ, dK and dV sum only the terms whose weight p_j is below `weights_below` (D still
+// sums them all).
 template <class Real, bool kAbs>
 void backward_sums(const Shape& shape, const Options& options, const float* q, const float* k,
-                   const float* v, const float* d_o, Real* dq, Real* dk, Real* dv) {
+                   const float* v, const float* d_o, Real* dq, Real* dk, Real* dv,
+                   Real weights_below = std::numeric_limits<Real>::infinity()) {
   validate(shape, options);
   check_pointers({q, k, v, d_o, dq, dk, dv}, "reference_attention_backward");
   const Real scale = effective_scale(shape, options);
@@ -116,12 +119,13 @@ void backward_sums(const Shape& shape, const Options& options, const float* q, c
         // dV_j += p_j dO_i.
         Real* dqi = dq + at.q + i * d;
         for (std::size_t j = 0; j < visible; ++j) {
-          const Real ds = p[j] * (kAbs ? dp[j] + delta : dp[j] - delta);
+          const Real pj = !kAbs || p[j] < weights_below ? p[j] : Real(0);
+          const Real ds = pj * (kAbs ? dp[j] + delta : dp[j] - delta);
           const std::size_t kj = at.kv + j * d;
           for (std::size_t c = 0; c < d; ++c) {
             dqi[c] += term_scale * ds * term(k[kj + c]);
             dk[kj + c] += term_scale * ds * term(qi[c]);
-            dv[kj + c] += p[j] * term(doi[c]);
+            dv[kj + c] += pj * term(doi[c]);
           }
         }
       }
@@ -140,8 +144,8 @@ void reference_attention_backward(const Shape& shape, const Options& options, co
 
 void reference_backward_magnitudes(const Shape& shape, const Options& options, const float* q,
                                    const float* k, const float* v, const float* d_o, double* dq,
-                                   double* dk, double* dv) {
-  backward_sums<double, true>(shape, options, q, k, v, d_o, dq, dk, dv);
+                                   double* dk, double* dv, double weights_below) {
+  backward_sums<double, true>(shape, options, q, k, v, d_o, dq, dk, dv, weights_below);
 }
 
 template void reference_attention_backward<double>(const Shape&, const Options&, const float*,

@@ -72,9 +72,17 @@ inline GradientsOf<float> run_backward(const Kernel& kernel, const Problem& p,
 // products' length, r the query rows one key's gradient sums (q_len x the group of query heads
 // per key/value head), and the magnitude reference_backward_magnitudes's: each gradient element's
 // terms summed by their absolute values, which bounds the gradient and every term it rounds.
+// Two absolute terms join it, for what float cannot represent: a weight below e^-80 may be
+// flushed to 0 by the kernel's exp (the SIMD exp flushes below e^-87, and the kernel's argument
+// s - LSE carries the forward's rounding), which costs at most the magnitude of the terms it
+// weighs (reference_backward_magnitudes over those weights alone); and a term that lands among
+// float's subnormals is rounded to 2^-150 absolute, not relative, once per addition and product
+// (2 n + 2 d + 2 r + 8 of them, as in the relative rounding). Both vanish beside any gradient
+// whose terms are not all below float's smallest normal.
 // A bug (a missed block, a wrong scale, a stale max) is orders of magnitude past it.
 // NaN and Inf must sit exactly where the oracle has them.
 inline constexpr double kPlainFactor = 4.0;
+inline const double kFlushableWeight = std::exp(-80.0);
 
 struct GradientCheck {
   std::string tensor;                  // "dq", "dk" or "dv"
@@ -83,6 +91,15 @@ struct GradientCheck {
   double allowed = 0;                  // the bound
   std::optional<std::string> failure;  // the first element out of bound or special mismatch
 };
+
+// The query rows one key's gradient sums: q_len x the query heads per key/value head.
+inline std::size_t rows_per_key(const Shape& s) { return s.q_len * (s.q_heads / s.kv_heads); }
+
+// 2^-150 (2 n + 2 d + 2 r + 8): the absolute rounding of subnormal terms (above).
+inline double backward_subnormal_rounding(const Shape& s) {
+  const double terms = 2.0 * double(s.kv_len + s.head_dim + rows_per_key(s)) + 8.0;
+  return std::ldexp(terms, -150);
+}
 
 // u (2 (d + 2) sigma + 2 n + 2 d + 2 r + 32): the relative rounding of the floor, over the whole
 // problem (above).
@@ -106,8 +123,7 @@ inline double backward_rounding(const Problem& p) {
     }
   }
   const std::size_t d = p.shape.head_dim;
-  const std::size_t rows = p.shape.q_len * (p.shape.q_heads / p.shape.kv_heads);
-  return std::ldexp(worst + 2.0 * double(d) + 2.0 * double(rows) + 32.0, -24);
+  return std::ldexp(worst + 2.0 * double(d) + 2.0 * double(rows_per_key(p.shape)) + 32.0, -24);
 }
 
 // One gradient tensor: `floor` is the rounding times the tensor's largest magnitude (above).
@@ -154,22 +170,30 @@ inline std::vector<GradientCheck> check_gradients(const Problem& p, const std::v
                                                   const GradientsOf<float>& plain,
                                                   const GradientsOf<double>& ref,
                                                   bool specials_exact = true) {
-  const double rounding = backward_rounding(p);
-  GradientsOf<double> size{std::vector<double>(p.shape.q_elements()),
-                           std::vector<double>(p.shape.kv_elements()),
-                           std::vector<double>(p.shape.kv_elements())};
-  reference_backward_magnitudes(p.shape, p.options, p.q.data(), p.k.data(), p.v.data(), d_o.data(),
-                                size.dq.data(), size.dk.data(), size.dv.data());
-  auto floor = [&](const std::vector<double>& magnitude) {
-    double largest = 0;
-    for (double x : magnitude) {
-      if (std::isfinite(x)) largest = std::fmax(largest, x);
-    }
-    return rounding * largest;
+  auto magnitudes = [&](double weights_below) {
+    GradientsOf<double> m{std::vector<double>(p.shape.q_elements()),
+                          std::vector<double>(p.shape.kv_elements()),
+                          std::vector<double>(p.shape.kv_elements())};
+    reference_backward_magnitudes(p.shape, p.options, p.q.data(), p.k.data(), p.v.data(),
+                                  d_o.data(), m.dq.data(), m.dk.data(), m.dv.data(), weights_below);
+    return m;
   };
-  return {check_gradient("dq", got.dq, plain.dq, ref.dq, floor(size.dq), specials_exact),
-          check_gradient("dk", got.dk, plain.dk, ref.dk, floor(size.dk), specials_exact),
-          check_gradient("dv", got.dv, plain.dv, ref.dv, floor(size.dv), specials_exact)};
+  const GradientsOf<double> size = magnitudes(INFINITY), flushable = magnitudes(kFlushableWeight);
+  auto largest = [](const std::vector<double>& magnitude) {
+    double x = 0;
+    for (double m : magnitude) {
+      if (std::isfinite(m)) x = std::fmax(x, m);
+    }
+    return x;
+  };
+  const double rounding = backward_rounding(p), subnormal = backward_subnormal_rounding(p.shape);
+  auto floor = [&](const std::vector<double>& all, const std::vector<double>& flushed) {
+    return rounding * largest(all) + largest(flushed) + subnormal;
+  };
+  return {
+      check_gradient("dq", got.dq, plain.dq, ref.dq, floor(size.dq, flushable.dq), specials_exact),
+      check_gradient("dk", got.dk, plain.dk, ref.dk, floor(size.dk, flushable.dk), specials_exact),
+      check_gradient("dv", got.dv, plain.dv, ref.dv, floor(size.dv, flushable.dv), specials_exact)};
 }
 
 }  // namespace attnbench::testing

@@ -373,6 +373,31 @@ TEST_P(EveryBackwardKernel, OneKeyGradientsAreRoundingNoiseWithinTheFloor) {
   }
 }
 
+// A weight below float's smallest normal: the kernels' exp may flush it to 0 (the SIMD one does
+// below e^-87), the float64 oracle keeps it. Key 2 is seen by row 1 alone, through a weight of
+// e^-92 (about 1e-40), and row 0's NaN query makes every other dK and dV element NaN, so the
+// finite ones are all tiny and the criterion's relative floor is no help: the flushed terms must
+// be priced on their own (fuzz_attention found this on q5 k70 d6, dv[414] = 0 against 5.4e-41).
+TEST_P(EveryBackwardKernel, WeightsFlushedToZeroAreWithinTheFloor) {
+  SKIP_IF_UNAVAILABLE(kernel());
+  Problem p({1, 1, 1, 2, 3, 2});
+  p.options.causal = true;
+  p.options.scale = 1.0f;
+  p.q = {NAN, 0.0f, 10.0f, 0.0f};
+  p.k = {1.0f, 0.0f, 0.0f, 0.0f, -8.2f, 0.0f};  // row 1's scores 10, 0, -82
+  p.v = {1.0f, -1.0f, 0.5f, 2.0f, -3.0f, 0.25f};
+  const std::vector<float> d_o = {0.5f, -1.0f, 1.5f, 0.75f};
+  Workspace ws;
+  const GradientsOf<float> got = run_backward(kernel(), p, d_o, ws);
+  const GradientsOf<double> ref = reference_gradients<double>(p, d_o);
+  ASSERT_GT(std::fabs(ref.dv[4]), 1e-41);  // the test's premise: a subnormal, not zero
+  ASSERT_LT(std::fabs(ref.dv[4]), 1e-38);
+  for (const GradientCheck& c :
+       check_gradients(p, d_o, got, reference_gradients<float>(p, d_o), ref)) {
+    EXPECT_FALSE(c.failure) << *c.failure;
+  }
+}
+
 // Rows that see no key (q_len > kv_len, causal) have zero gradients, never NaN.
 TEST_P(EveryBackwardKernel, FullyMaskedRowsHaveZeroGradients) {
   SKIP_IF_UNAVAILABLE(kernel());
