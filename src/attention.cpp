@@ -185,6 +185,21 @@ HeadProblem head_problem(const Shape& shape, float scale, bool causal, const Ten
                      .head_rows = shape.q_len};
 }
 
+// Query rows per parallel task: the kernel's query block (the rows that share a pass over K and
+// V), halved down to kRowsPerTask while the call would make fewer than kTasksPerThread tasks per
+// thread: with at least 16 equal tasks each, the last task leaves a thread idle for at most 1/16
+// of the call. The rows are whole query blocks, so a row's arithmetic is the same.
+constexpr std::size_t kTasksPerThread = 16;
+
+std::size_t task_rows(const kernels::KernelCode& code, const Shape& shape, std::size_t heads,
+                      std::size_t threads) {
+  std::size_t rows =
+      code.forward.query_block ? code.forward.query_block(shape.head_dim) : kRowsPerTask;
+  auto tasks = [&](std::size_t r) { return heads * ((shape.q_len + r - 1) / r); };
+  while (rows > kRowsPerTask && tasks(rows) < kTasksPerThread * threads) rows /= 2;
+  return rows;
+}
+
 // Decoding (few query rows, many keys) splits the keys into chunks of kKeyChunk and merges the
 // chunks' partial results by log-sum-exp. Whether to split depends on the shape only, never on
 // the thread count, so results stay bitwise equal for every thread count.
@@ -296,7 +311,8 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   // NOTE: every task is (batch, query head, block of query rows); inline, a task is a whole head.
   // Rows are independent, and a row's arithmetic does not depend on which task or thread
   // computes it, so the output is the same for every thread count.
-  const std::size_t block = tasks.parallel() ? kRowsPerTask : shape.q_len;
+  const std::size_t block =
+      tasks.parallel() ? task_rows(code, shape, heads, tasks.threads()) : shape.q_len;
   const std::size_t blocks_per_head = (shape.q_len + block - 1) / block;
   tasks.run(heads * blocks_per_head, [&](std::size_t t, Workspace& local) {
     const std::size_t first = (t % blocks_per_head) * block;

@@ -6,6 +6,7 @@
 
 #include "attnbench.hpp"
 #include "kernels/kernel_interface.hpp"
+#include "large_blocks.hpp"
 #include "task_runner.hpp"
 #include "tensor_checks.hpp"
 
@@ -56,7 +57,8 @@ KvCache::KvCache(const Kernel& kernel, std::size_t batch, std::size_t kv_heads,
   const std::size_t bytes =
       driver::checked_product({heads(), head_bytes_}, "capacity", "the cache's packed bytes");
   storage_ = std::make_unique<Storage>();
-  storage_->data = static_cast<std::byte*>(std::aligned_alloc(Workspace::kAlignment, bytes));
+  std::size_t allocated = bytes;
+  storage_->data = static_cast<std::byte*>(driver::allocate_large_block(allocated));
   if (storage_->data == nullptr) {
     throw Error("capacity", std::to_string(capacity),
                 "cannot allocate the cache's " + std::to_string(bytes) + " bytes");

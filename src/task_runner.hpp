@@ -28,6 +28,7 @@ class TaskRunner {
   }
 
   bool parallel() const { return arena_.has_value(); }
+  std::size_t threads() const { return threads_; }
 
   template <class Task>
   void run(std::size_t count, Task&& task) {

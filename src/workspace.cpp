@@ -5,6 +5,7 @@
 #include <new>
 
 #include "attnbench.hpp"
+#include "large_blocks.hpp"
 
 namespace attnbench {
 
@@ -38,8 +39,8 @@ void* Workspace::take_bytes(std::size_t bytes) {
   if (at == blocks_.size()) {
     // A new block at least twice the last one, so a growing caller settles after a few calls.
     const std::size_t last = blocks_.empty() ? 0 : blocks_.back().capacity;
-    const std::size_t capacity = std::max(bytes, 2 * last);
-    void* data = std::aligned_alloc(kAlignment, capacity);
+    std::size_t capacity = std::max(bytes, 2 * last);
+    void* data = driver::allocate_large_block(capacity);
     if (data == nullptr) throw std::bad_alloc();
     blocks_.push_back(Block{static_cast<std::byte*>(data), capacity, 0});
   }

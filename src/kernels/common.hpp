@@ -2,6 +2,8 @@
 // arithmetic all kernels (and the driver's split-key merge) share.
 #pragma once
 
+#include <unistd.h>
+
 #include <limits>
 
 #include "kernels/kernel_interface.hpp"
@@ -15,6 +17,13 @@ namespace {
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 
 inline std::size_t min_of(std::size_t a, std::size_t b) { return a < b ? a : b; }
+
+// The per-core L2 this CPU reports, in bytes (sysconf), or 512 KiB where it reports none: what
+// the SIMD kernels size their key blocks from.
+inline std::size_t reported_l2_bytes() {
+  const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return reported > 0 ? std::size_t(reported) : std::size_t{512} << 10;
+}
 inline float scalar_exp(float x) { return __builtin_expf(x); }
 
 // The value subtracted from a row's scores before exp: its running max m, or 0 while m is -inf

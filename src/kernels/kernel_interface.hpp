@@ -283,6 +283,9 @@ using ComputePartial = void (*)(const HeadProblem& head, RowRange rows, KeyRange
 struct Forward {
   ComputeRows rows = nullptr;
   ComputePartial partial = nullptr;  // tiled kernels: part of the keys, for split-key decoding
+  // The rows that share one pass over K and V, for a head dim: kRowsPerTask times a power of two
+  // (null: kRowsPerTask). The driver makes parallel tasks of it while they stay many enough.
+  std::size_t (*query_block)(std::size_t head_dim) = nullptr;
 };
 
 // Optional step before compute: a kernel that streams K and V in a layout of its own packs them

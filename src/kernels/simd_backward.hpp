@@ -13,8 +13,6 @@
 // head are materialised by row tasks (which write dQ), then read back by key tasks.
 #pragma once
 
-#include <unistd.h>
-
 #include "kernels/simd_common.hpp"
 
 namespace attnbench::kernels {
@@ -80,8 +78,7 @@ struct SimdBackward : Simd<Arch> {
   // make more tasks, which two threads share more evenly.
   static std::size_t key_block(std::size_t d) {
     const std::size_t dp = S::padded_dim(d);
-    const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    const std::size_t l2 = reported > 0 ? std::size_t(reported) : std::size_t{512} << 10;
+    const std::size_t l2 = reported_l2_bytes();
     for (std::size_t bk : {std::size_t{96}, std::size_t{64}}) {
       const std::size_t floats = 2 * bk * dp + 3 * bk * d + 2 * bk * Br + 3 * Br * dp;
       if (floats * sizeof(float) <= l2 / 4 * 3) return bk;

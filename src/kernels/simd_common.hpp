@@ -37,15 +37,32 @@ struct Simd {
   static constexpr std::size_t MR = 6;
   static constexpr std::size_t NR = 2 * W;
 
-  // Br = 48 query rows (8 row groups) share each key block while it sits in L2: K and V then
-  // come from L3 once per 48 rows, 24 FLOPs per byte, far below what L3 can feed.
+  // Br = 48 query rows (8 row groups): the naive and backward kernels' query block, and the
+  // smallest of the tiled forward's (query_block below).
   static constexpr std::size_t Br = 8 * MR;
   static_assert(kRowsPerTask % Br == 0, "a parallel task must be whole query blocks");
 
-  // Bc: the key block's K^T and V (about 8 x d bytes per key) take at most 256 KiB, half of Zen
-  // 3's 512 KiB L2, leaving the rest for the accumulator, the Q rows and the score tile. Larger
-  // blocks mean fewer max/rescale steps per row; capped at 512 keys, where a 6 x Bc score tile
-  // (12 KiB) still sits in the 32 KiB L1 next to the streamed panels. A multiple of NR.
+  // The tiled forward's query block: the rows that share each key block while it sits in L2, so
+  // that K and V stream from beyond L2 once per query block. A block's accumulator and Q rows
+  // (2 x rows x dp floats) take at most a quarter of the L2 this CPU reports, beside the key
+  // block's half: 48 rows doubled while that holds, up to 192. (48 rows read K and V at 24 FLOPs
+  // per byte; at n = 16384, where K and V of a head no longer fit in L2, that ran 3%, 13% and
+  // 32% slower than 192 rows at d = 64, 128 and 256 on one core of a Xeon with 2 MiB of L2:
+  // the README's kernel section.)
+  // Always kRowsPerTask times a power of two, so a parallel task can be a whole query block.
+  static constexpr std::size_t kMaxQueryBlock = 4 * kRowsPerTask;
+  static std::size_t query_block(std::size_t dp) {
+    static const std::size_t budget = reported_l2_bytes() / 4;
+    std::size_t br = kRowsPerTask;
+    while (br < kMaxQueryBlock && 2 * (2 * br) * dp * sizeof(float) <= budget) br *= 2;
+    return br;
+  }
+
+  // Bc: the key block's K^T and V (about 8 x d bytes per key) take at most half the L2 this CPU
+  // reports (sysconf; 512 KiB if it reports none), leaving the rest for the accumulator, the Q
+  // rows and the score tile. Larger blocks mean fewer max/rescale steps per row; capped at 512
+  // keys, where a 6 x Bc score tile (12 KiB) still sits in a 32 KiB L1 next to the streamed
+  // panels. A multiple of NR. The block depends on d and the cache only, never on threads.
   static constexpr std::size_t kMaxKeyBlock = 512;
   // Every block key_block() returns is kMaxKeyBlock halved some times, down to NR at the least:
   // whole panels, and a divisor of the decode chunk.
@@ -53,9 +70,9 @@ struct Simd {
   static_assert(kKeyChunk % kMaxKeyBlock == 0, "a decode chunk must be whole key blocks");
   static_assert(kPackKeys % NR == 0, "a packing task must be whole panels");
   static std::size_t key_block(std::size_t dp) {
-    constexpr std::size_t kL2Budget = 256 * 1024;
+    static const std::size_t budget = reported_l2_bytes() / 2;
     std::size_t bc = kMaxKeyBlock;
-    while (bc > NR && bc * 8 * dp > kL2Budget) bc /= 2;
+    while (bc > NR && bc * 8 * dp > budget) bc /= 2;
     return bc;
   }
 

@@ -27,6 +27,11 @@ void tiled_partial(const HeadProblem& head, RowRange rows, KeyRange keys, Partia
   TiledSimd<Arch, T>::compute(head, rows, keys, &out, ws);
 }
 
+template <class Arch>
+std::size_t tiled_query_block(std::size_t head_dim) {
+  return Simd<Arch>::query_block(Simd<Arch>::padded_dim(head_dim));
+}
+
 // One strategy's code for storage type T; the backward (float32 K/V only) with T = float.
 template <class Arch, class T>
 constexpr KernelCode naive_code() {
@@ -43,7 +48,9 @@ constexpr KernelCode naive_code() {
 
 template <class Arch, class T>
 constexpr KernelCode tiled_code() {
-  KernelCode code{.forward = {.rows = tiled_rows<Arch, T>, .partial = tiled_partial<Arch, T>},
+  KernelCode code{.forward = {.rows = tiled_rows<Arch, T>,
+                              .partial = tiled_partial<Arch, T>,
+                              .query_block = tiled_query_block<Arch>},
                   .packing = {Simd<Arch>::template packed_bytes<T>, Simd<Arch>::template pack<T>}};
   if constexpr (std::is_same_v<T, float>) {
     code.backward = {.key_block = SimdBackward<Arch>::key_block,

@@ -2,7 +2,8 @@
 // over the xsimd architecture and the K/V storage type T, and instantiated per ISA by
 // simd_<isa>.cpp.
 //
-// For a block of Br query rows, key blocks of Bc keys stream past; for each group of MR rows:
+// For a block of Br query rows (Simd::query_block: 48-192, from the L2 size), key blocks of Bc
+// keys stream past; for each group of MR rows:
 //   S = Q K_block^T                      (score micro-kernel, MR x NR tiles)
 //   S *= scale, m_new = max(m, rowmax S)  (one pass)
 //   P = exp(S - m_new), l = l * exp(m - m_new) + rowsum P   (one pass)
@@ -19,7 +20,6 @@ namespace {
 template <class Arch, class T>
 struct TiledSimd : Simd<Arch> {
   using S = Simd<Arch>;
-  using S::Br;
   using S::MR;
 
   // Rows `rows` against keys `keys` (keys.begin a multiple of the key block). With `partial` null
@@ -30,6 +30,7 @@ struct TiledSimd : Simd<Arch> {
     const std::size_t d = head.head_dim;
     const std::size_t dp = S::padded_dim(d);
     const std::size_t Bc = S::key_block(dp);
+    const std::size_t Br = S::query_block(dp);
     const T* kt = static_cast<const T*>(head.kv_packed);  // K^T panels
     const T* v = S::packed_v(kt, head.kv_capacity, d);
     float* s_tile = ws.take<float>(MR * Bc);
