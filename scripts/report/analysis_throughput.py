@@ -141,6 +141,55 @@ def throughput_falls(points: Table) -> list:
     return out
 
 
+# --- is tiled throughput flat in n? -------------------------------------------------------------
+# A tiled kernel's work per key block does not depend on n, so its GFLOP/s should not either: at
+# every n from FLAT_BASE_N on it should stay within FLAT_TOLERANCE of its GFLOP/s at FLAT_BASE_N.
+FLAT_BASE_N = 2048
+FLAT_TOLERANCE = 0.10
+
+
+@dataclass(frozen=True)
+class Flatness:
+    """One SIMD tiled kernel at one head dim and thread count: its median GFLOP/s at FLAT_BASE_N and
+    at every larger n measured (not causal)."""
+
+    kernel: str
+    d: int
+    threads: int
+    base: Record
+    later: list  # Records at larger n, ascending
+
+    def ratio(self, r: Record) -> float:
+        return r.gflops_median / self.base.gflops_median
+
+    @property
+    def below(self) -> list:
+        """The later points more than FLAT_TOLERANCE under the base."""
+        return [r for r in self.later if self.ratio(r) < 1.0 - FLAT_TOLERANCE]
+
+    def noisy(self, r: Record, limit: float) -> bool:
+        """Either side of the ratio varies over its repetitions by more than `limit`."""
+        return not (r.time_ms_cv <= limit and self.base.time_ms_cv <= limit)
+
+
+def tiled_flatness(table: Table) -> list:
+    """A Flatness per SIMD tiled kernel, head dim and thread count with points at FLAT_BASE_N and
+    beyond, forward, one head, not causal."""
+    points = table.measured().forward().matrix().where(causal=False)
+    out = []
+    for kernel in points.values("kernel"):
+        if not kernel.startswith("tiled/simd"):
+            continue
+        for threads in points.values("threads"):
+            for d in points.values("d"):
+                rows = points.where(kernel=kernel, threads=threads, d=d).sorted("n").records
+                base = [r for r in rows if r.n == FLAT_BASE_N]
+                later = [r for r in rows if r.n > FLAT_BASE_N]
+                if base and later:
+                    out.append(Flatness(kernel, d, threads, base[0], later))
+    return out
+
+
 def best_roof_share(points: Table, run, kernel: str, threads: int = 1) -> float:
     """The highest fraction of its roof one kernel reaches over its points (the run must have ceilings)."""
     return max(r.gflops_median / roof(run, threads, arithmetic_intensity(r))

@@ -56,6 +56,52 @@ def throughput(doc: Document, table: Points, figures: dict, all_threads: int) ->
             f"larger their share of the time. The micro-kernels' loads of Q, K and V rows and the per-block "
             f"bookkeeping are also amortised over fewer FMAs. For naive kernels the memory traffic per FLOP "
             f"also grows as d shrinks: 16 bytes of score-matrix sweeps per score against 4d FLOPs."))
+    flatness(s, table, all_threads)
+
+
+def flatness(s, table: Points, all_threads: int) -> None:
+    """Is each SIMD tiled kernel's throughput flat in n? Its GFLOP/s at each n over its own at
+    FLAT_BASE_N, the verdict per row, and which ratios are within noise."""
+    rows_in = analysis_throughput.tiled_flatness(table)
+    if not rows_in:
+        return
+    base_n, tolerance = analysis_throughput.FLAT_BASE_N, analysis_throughput.FLAT_TOLERANCE
+    ns = sorted({r.n for f in rows_in for r in f.later})
+    header = ["kernel", "d", "threads", f"GFLOP/s at n = {fmt.count(base_n)}"] + [f"n = {fmt.count(n)}" for n in ns]
+    rows, flat, falls, noise = [], 0, [], 0
+    for f in rows_in:
+        by_n = {r.n: r for r in f.later}
+        cells = []
+        for n in ns:
+            r = by_n.get(n)
+            if r is None:
+                cells.append("")
+                continue
+            mark = "*" if f.noisy(r, analysis.CV_FLAG) else ""
+            noise += bool(mark)
+            cells.append(fmt.ratio(f.ratio(r)) + mark)
+        rows.append([fmt.code(f.kernel), str(f.d), fmt.threads(f.threads, all_threads),
+                     fmt.sig(f.base.gflops_median)] + cells)
+        below = [r for r in f.below if not f.noisy(r, analysis.CV_FLAG)]
+        if not f.below:
+            flat += 1
+        elif below:
+            falls.append(f"{fmt.code(f.kernel)} at d = {f.d}, {fmt.threads(f.threads, all_threads)} "
+                         f"(n = {', '.join(fmt.count(r.n) for r in below)})")
+    s.add(Table(header, rows, caption=f"Is tiled throughput flat in n? Median GFLOP/s at each n over the same "
+                                      f"kernel's at n = {fmt.count(base_n)}, same d and threads, not causal; * marks "
+                                      f"a ratio either side of which varies over its repetitions by more than "
+                                      f"{fmt.pct(100 * analysis.CV_FLAG, 0)}:"))
+    text = (f"{flat} of {len(rows_in)} rows stay within {fmt.pct(100 * tolerance, 0)} of their n = {fmt.count(base_n)} "
+            f"figure at every longer n. A tiled kernel's work per key block does not depend on n, so a ratio below "
+            f"{fmt.ratio(1 - tolerance)} means the memory hierarchy charges more as n grows (K and V streamed from "
+            f"beyond the L2 once per query block; see the README's kernel section for what was measured).")
+    if falls:
+        text += " Below it, outside noise: " + "; ".join(falls) + "."
+    if noise:
+        text += (f" {noise} ratios are within noise (*): this statistic cannot say whether they are flat; the "
+                 f"per-call interleaved measurements in the README can.")
+    s.add(Paragraph(text))
 
 
 # --- winners ------------------------------------------------------------------------------------

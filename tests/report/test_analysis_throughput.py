@@ -23,6 +23,31 @@ def point(kernel: str, n: int, d: int, gflops: float, intensity: float, pct_peak
     return (f"{kernel}/n:{n}/d:{d}/threads:1/causal:0", flops / (gflops * 1e6), counters)
 
 
+class TiledFlatness(unittest.TestCase):
+    def test_ratios_to_n_2048_per_kernel_d_and_threads(self):
+        def two_threads(p):
+            name, ms, counters = p
+            return (name.replace("/threads:1/", "/threads:2/"), ms, counters)
+
+        table = support.load_points([point("tiled/simd/avx2", 2048, 64, 80, 512),
+                                     point("tiled/simd/avx2", 8192, 64, 76, 2048),     # 0.95x: flat
+                                     point("tiled/simd/avx2", 16384, 64, 60, 4096),    # 0.75x: falls
+                                     two_threads(point("tiled/simd/avx2", 2048, 64, 150, 512)),
+                                     two_threads(point("tiled/simd/avx2", 8192, 64, 160, 2048)),
+                                     point("tiled/simd/avx2", 8192, 128, 70, 2048),    # no n = 2048 at d = 128
+                                     point("naive/simd/avx2", 2048, 64, 50, 16),       # not tiled
+                                     point("naive/simd/avx2", 8192, 64, 10, 16)], MACHINE)
+        rows = {(f.kernel, f.d, f.threads): f for f in analysis_throughput.tiled_flatness(table)}
+        self.assertEqual(set(rows), {("tiled/simd/avx2", 64, 1), ("tiled/simd/avx2", 64, 2)})
+        one = rows[("tiled/simd/avx2", 64, 1)]
+        self.assertEqual([r.n for r in one.later], [8192, 16384])
+        self.assertAlmostEqual(one.ratio(one.later[0]), 0.95, places=2)
+        self.assertEqual([r.n for r in one.below], [16384])
+        self.assertEqual(rows[("tiled/simd/avx2", 64, 2)].below, [])
+        self.assertFalse(one.noisy(one.later[0], 0.05))  # support.load_points: cv 1%
+        self.assertTrue(one.noisy(one.later[0], 0.005))
+
+
 class PeakAndHeadDims(unittest.TestCase):
     def test_best_share_of_peak(self):
         table = support.load_points([point("tiled/simd/avx2", 512, 64, 50, 128, pct_peak=50),
