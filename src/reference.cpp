@@ -119,7 +119,8 @@ void backward_sums(const Shape& shape, const Options& options, const float* q, c
         // dV_j += p_j dO_i.
         Real* dqi = dq + at.q + i * d;
         for (std::size_t j = 0; j < visible; ++j) {
-          const Real pj = !kAbs || p[j] < weights_below ? p[j] : Real(0);
+          // Only a weight at or above the cut is left out: a NaN weight stays NaN.
+          const Real pj = kAbs && p[j] >= weights_below ? Real(0) : p[j];
           const Real ds = pj * (kAbs ? dp[j] + delta : dp[j] - delta);
           const std::size_t kj = at.kv + j * d;
           for (std::size_t c = 0; c < d; ++c) {

@@ -392,10 +392,15 @@ TEST_P(EveryBackwardKernel, WeightsFlushedToZeroAreWithinTheFloor) {
   const GradientsOf<double> ref = reference_gradients<double>(p, d_o);
   ASSERT_GT(std::fabs(ref.dv[4]), 1e-41);  // the test's premise: a subnormal, not zero
   ASSERT_LT(std::fabs(ref.dv[4]), 1e-38);
-  for (const GradientCheck& c :
-       check_gradients(p, d_o, got, reference_gradients<float>(p, d_o), ref)) {
+  const GradientsOf<float> plain = reference_gradients<float>(p, d_o);
+  for (const GradientCheck& c : check_gradients(p, d_o, got, plain, ref)) {
     EXPECT_FALSE(c.failure) << *c.failure;
   }
+  // The absolute terms price the flushed weights, not any tiny error: 1e-30, still far below
+  // float's smallest normal but 1e10 times the true dV element, fails.
+  GradientsOf<float> wrong = got;
+  wrong.dv[4] += 1e-30f;
+  EXPECT_TRUE(check_gradients(p, d_o, wrong, plain, ref)[2].failure);
 }
 
 // Rows that see no key (q_len > kv_len, causal) have zero gradients, never NaN.

@@ -86,8 +86,8 @@ def flatness(s, table: Points, all_threads: int) -> None:
         if not f.below:
             flat += 1
         elif below:
-            falls.append(f"{fmt.code(f.kernel)} at d = {f.d}, {fmt.threads(f.threads, all_threads)} "
-                         f"(n = {', '.join(fmt.count(r.n) for r in below)})")
+            falls.append(f"{fmt.code(f.kernel)} at d = {f.d} on {fmt.threads(f.threads, all_threads)}: "
+                         f"n = {', '.join(fmt.count(r.n) for r in below)}")
     s.add(Table(header, rows, caption=f"Is tiled throughput flat in n? Median GFLOP/s at each n over the same "
                                       f"kernel's at n = {fmt.count(base_n)}, same d and threads, not causal; * marks "
                                       f"a ratio either side of which varies over its repetitions by more than "

@@ -19,7 +19,7 @@ constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 inline std::size_t min_of(std::size_t a, std::size_t b) { return a < b ? a : b; }
 
 // The per-core L2 this CPU reports, in bytes (sysconf), or 512 KiB where it reports none: what
-// the SIMD kernels size their key blocks from.
+// the SIMD kernels size their key and query blocks from.
 inline std::size_t reported_l2_bytes() {
   const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
   return reported > 0 ? std::size_t(reported) : std::size_t{512} << 10;
