@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attnbench.hpp"
+#include "call_plan.hpp"
 #include "kernels/common.hpp"
 #include "task_runner.hpp"
 #include "tensor_checks.hpp"
@@ -154,6 +155,8 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
 
 namespace {
 
+using driver::splits_keys;
+using driver::task_rows;
 using kernels::HeadProblem;
 using kernels::KeyRange;
 using kernels::kKeyChunk;
@@ -183,31 +186,6 @@ HeadProblem head_problem(const Shape& shape, float scale, bool causal, const Ten
                      .kv_capacity = capacity,
                      .lse = t.lse ? t.lse + at.q / shape.head_dim : nullptr,
                      .head_rows = shape.q_len};
-}
-
-// Query rows per parallel task: the kernel's query block (the rows that share a pass over K and
-// V), halved down to kRowsPerTask while the call would make fewer than kTasksPerThread tasks per
-// thread: with at least 16 equal tasks each, the last task leaves a thread idle for at most 1/16
-// of the call. The rows are whole query blocks, so a row's arithmetic is the same.
-constexpr std::size_t kTasksPerThread = 16;
-
-std::size_t task_rows(const kernels::KernelCode& code, const Shape& shape, std::size_t heads,
-                      std::size_t threads) {
-  std::size_t rows =
-      code.forward.query_block ? code.forward.query_block(shape.head_dim) : kRowsPerTask;
-  auto tasks = [&](std::size_t r) { return heads * ((shape.q_len + r - 1) / r); };
-  while (rows > kRowsPerTask && tasks(rows) < kTasksPerThread * threads) rows /= 2;
-  return rows;
-}
-
-// Decoding (few query rows, many keys) splits the keys into chunks of kKeyChunk and merges the
-// chunks' partial results by log-sum-exp. Whether to split depends on the shape only, never on
-// the thread count, so results stay bitwise equal for every thread count.
-constexpr std::size_t kDecodeRows = kRowsPerTask;
-
-bool splits_keys(const kernels::KernelCode& code, const Shape& shape) {
-  return code.forward.partial != nullptr && shape.q_len <= kDecodeRows &&
-         shape.kv_len >= 2 * kKeyChunk;
 }
 
 // O = sum_c exp(m_c - m) o_c / sum_c exp(m_c - m) l_c with m = max_c m_c, over the chunks' partial

@@ -279,6 +279,20 @@ using ComputeRows = void (*)(const HeadProblem& head, RowRange rows, Workspace& 
 using ComputePartial = void (*)(const HeadProblem& head, RowRange rows, KeyRange keys,
                                 PartialRows out, Workspace& ws);
 
+// How a kernel's forward blocks one head, for a head dim: the rows that share one pass over K
+// and V (Br), the keys of a block (Bc), the micro-tile of the products (MR rows x NR keys; keys
+// padded to whole NR panels) and the head dim its V rows and accumulators are padded to. The cost
+// counts (src/forward_counts.cpp) are computed from it.
+// A key_block of kNoKeyBlocks: every key at once (the plain loops, OpenBLAS's calls).
+inline constexpr std::size_t kNoKeyBlocks = ~std::size_t{0};
+struct ForwardBlocking {
+  std::size_t query_block;
+  std::size_t key_block;
+  std::size_t mr = 1;
+  std::size_t nr = 1;
+  std::size_t padded_dim;
+};
+
 // The forward pass of one kernel.
 struct Forward {
   ComputeRows rows = nullptr;
@@ -286,6 +300,8 @@ struct Forward {
   // The rows that share one pass over K and V, for a head dim: kRowsPerTask times a power of two
   // (null: kRowsPerTask). The driver makes parallel tasks of it while they stay many enough.
   std::size_t (*query_block)(std::size_t head_dim) = nullptr;
+  // Its blocking (null: one query row at a time against every key, unpadded, as plain loops do).
+  ForwardBlocking (*blocking)(std::size_t head_dim) = nullptr;
 };
 
 // Optional step before compute: a kernel that streams K and V in a layout of its own packs them
@@ -338,6 +354,13 @@ struct SimdTable {
   KernelCode naive[kKvTypes];  // indexed by KvType
   KernelCode tiled[kKvTypes];
   void (*exp)(const float* x, float* y, std::size_t n);  // the kernels' vector exp, for its tests
+  // The tiled forward (float32 K/V) with one phase alone, for the cost model (bench/): the same
+  // loops as tiled[f32].forward.rows doing only the score product S = Q K^T, only the softmax's
+  // sweeps (scale and max, exp and sum, on a zeroed tile), or only the blend O += P V. Their output
+  // is not attention.
+  struct Phases {
+    ComputeRows score, softmax, blend;
+  } phases;
   // One score row in place: s = s * scale, then softmax over its `count` elements (max
   // subtracted, that exp); returns the row sum l (0 means a zero row) and, when `lse` is not
   // null, writes the row's log-sum-exp there. For naive/openblas.

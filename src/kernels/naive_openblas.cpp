@@ -77,8 +77,14 @@ void naive_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
   }
 }
 
+// Both products go to sgemm in blocks of kBlendRows rows against every key (its own blocking
+// within them is OpenBLAS's): K and V stream once per block.
+ForwardBlocking naive_blocking(std::size_t head_dim) {
+  return {.query_block = kBlendRows, .key_block = kNoKeyBlocks, .padded_dim = head_dim};
+}
+
 }  // namespace
 
-constexpr KernelCode naive_openblas{.forward = {.rows = naive_rows}};
+constexpr KernelCode naive_openblas{.forward = {.rows = naive_rows, .blocking = naive_blocking}};
 
 }  // namespace attnbench::kernels

@@ -27,15 +27,43 @@ void tiled_partial(const HeadProblem& head, RowRange rows, KeyRange keys, Partia
   TiledSimd<Arch, T>::compute(head, rows, keys, &out, ws);
 }
 
+template <class Arch, unsigned Phase>
+void tiled_phase(const HeadProblem& head, RowRange rows, Workspace& ws) {
+  TiledSimd<Arch, float>::template compute<Phase>(head, rows, KeyRange{0, head.kv_len}, nullptr,
+                                                  ws);
+}
+
 template <class Arch>
 std::size_t tiled_query_block(std::size_t head_dim) {
   return Simd<Arch>::query_block(Simd<Arch>::padded_dim(head_dim));
 }
 
+template <class Arch>
+ForwardBlocking naive_blocking(std::size_t head_dim) {
+  using S = Simd<Arch>;
+  const std::size_t dp = S::padded_dim(head_dim);
+  return {.query_block = S::Br,
+          .key_block = S::key_block(dp),
+          .mr = S::MR,
+          .nr = S::NR,
+          .padded_dim = dp};
+}
+
+template <class Arch>
+ForwardBlocking tiled_blocking(std::size_t head_dim) {
+  using S = Simd<Arch>;
+  const std::size_t dp = S::padded_dim(head_dim);
+  return {.query_block = S::query_block(dp),
+          .key_block = S::key_block(dp),
+          .mr = S::MR,
+          .nr = S::NR,
+          .padded_dim = dp};
+}
+
 // One strategy's code for storage type T; the backward (float32 K/V only) with T = float.
 template <class Arch, class T>
 constexpr KernelCode naive_code() {
-  KernelCode code{.forward = {.rows = naive_rows<Arch, T>},
+  KernelCode code{.forward = {.rows = naive_rows<Arch, T>, .blocking = naive_blocking<Arch>},
                   .packing = {Simd<Arch>::template packed_bytes<T>, Simd<Arch>::template pack<T>}};
   if constexpr (std::is_same_v<T, float>) {
     code.backward = {.key_block = SimdBackward<Arch>::key_block,
@@ -50,7 +78,8 @@ template <class Arch, class T>
 constexpr KernelCode tiled_code() {
   KernelCode code{.forward = {.rows = tiled_rows<Arch, T>,
                               .partial = tiled_partial<Arch, T>,
-                              .query_block = tiled_query_block<Arch>},
+                              .query_block = tiled_query_block<Arch>,
+                              .blocking = tiled_blocking<Arch>},
                   .packing = {Simd<Arch>::template packed_bytes<T>, Simd<Arch>::template pack<T>}};
   if constexpr (std::is_same_v<T, float>) {
     code.backward = {.key_block = SimdBackward<Arch>::key_block,
@@ -67,6 +96,8 @@ constexpr SimdTable simd_table(Isa isa) {
       .naive = {naive_code<Arch, float>(), naive_code<Arch, Half>(), naive_code<Arch, BFloat16>()},
       .tiled = {tiled_code<Arch, float>(), tiled_code<Arch, Half>(), tiled_code<Arch, BFloat16>()},
       .exp = Simd<Arch>::exp_array,
+      .phases = {tiled_phase<Arch, kScorePhase>, tiled_phase<Arch, kSoftmaxPhase>,
+                 tiled_phase<Arch, kBlendPhase>},
       .softmax_row = Simd<Arch>::softmax_row,
       .widen_f16 = Simd<Arch>::template widen_array<Half>,
       .widen_bf16 = Simd<Arch>::template widen_array<BFloat16>,

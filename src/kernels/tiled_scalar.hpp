@@ -15,6 +15,9 @@ namespace {
 constexpr std::size_t Br = 16;
 constexpr std::size_t Bc = 64;
 static_assert(kKeyChunk % Bc == 0, "a decode chunk must be whole key blocks");
+ForwardBlocking tiled_blocking(std::size_t head_dim) {
+  return {.query_block = Br, .key_block = Bc, .padded_dim = head_dim};
+}
 
 // Rows `rows` against keys `keys`. With `partial` null the normalised rows go to head.o;
 // otherwise the unnormalised accumulator and each row's (m, l) go to *partial.

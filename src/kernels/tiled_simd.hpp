@@ -17,6 +17,10 @@
 namespace attnbench::kernels {
 namespace {
 
+// The phases of the tiled forward, as bits: the kernel runs them all; the cost model's variants
+// (SimdTable::phases) one alone, over the same loops, to time it.
+enum TiledPhase : unsigned { kScorePhase = 1, kSoftmaxPhase = 2, kBlendPhase = 4, kAllPhases = 7 };
+
 template <class Arch, class T>
 struct TiledSimd : Simd<Arch> {
   using S = Simd<Arch>;
@@ -24,7 +28,10 @@ struct TiledSimd : Simd<Arch> {
 
   // Rows `rows` against keys `keys` (keys.begin a multiple of the key block). With `partial` null
   // the normalised rows go to head.o; otherwise the unnormalised accumulator and each row's
-  // (m, l) go to *partial.
+  // (m, l) go to *partial. A variant with only some `Phases` skips the others' work (its output
+  // is not attention: the cost model times it); its score tile starts zeroed, so that a phase that
+  // reads it without the one that writes it computes on zeros.
+  template <unsigned Phases = kAllPhases>
   static void compute(const HeadProblem& head, RowRange rows, KeyRange keys,
                       const PartialRows* partial, Workspace& ws) {
     const std::size_t d = head.head_dim;
@@ -34,6 +41,9 @@ struct TiledSimd : Simd<Arch> {
     const T* kt = static_cast<const T*>(head.kv_packed);  // K^T panels
     const T* v = S::packed_v(kt, head.kv_capacity, d);
     float* s_tile = ws.take<float>(MR * Bc);
+    if constexpr (Phases != kAllPhases) {
+      for (std::size_t x = 0; x < MR * Bc; ++x) s_tile[x] = 0.0f;
+    }
     float* o_acc = ws.take<float>(Br * dp);
     float* m = ws.take<float>(Br);
     float* l = ws.take<float>(Br);
@@ -53,44 +63,50 @@ struct TiledSimd : Simd<Arch> {
         const std::size_t mr = min_of(MR, br - g);  // edge group: fewer rows
         const auto seen = S::block_keys(head, i0 + g, mr, j0, bc);
         if (seen.widest == 0) continue;  // no row of the group sees this block
-        if (prefetch) {
-          // One row group reads this block once (decoding): fetch the next block into L2 while
-          // this one computes, a slice of its K^T panels and V rows per panel scored here.
-          for (std::size_t p = 0; p < seen.widest; p += S::NR) {
-            const std::size_t next = j0 + Bc + p;
-            if (next < last) {
-              const char* kp = reinterpret_cast<const char*>(kt + next * d);
-              for (std::size_t x = 0; x < S::NR * d * sizeof(T); x += 64)
-                _mm_prefetch(kp + x, _MM_HINT_T1);
-              const char* vp = reinterpret_cast<const char*>(v + next * dp);
-              const std::size_t rows = min_of(S::NR, last - next);
-              for (std::size_t x = 0; x < rows * dp * sizeof(T); x += 64)
-                _mm_prefetch(vp + x, _MM_HINT_T1);
+        if constexpr ((Phases & kScorePhase) != 0) {
+          if (prefetch) {
+            // One row group reads this block once (decoding): fetch the next block into L2 while
+            // this one computes, a slice of its K^T panels and V rows per panel scored here.
+            for (std::size_t p = 0; p < seen.widest; p += S::NR) {
+              const std::size_t next = j0 + Bc + p;
+              if (next < last) {
+                const char* kp = reinterpret_cast<const char*>(kt + next * d);
+                for (std::size_t x = 0; x < S::NR * d * sizeof(T); x += 64)
+                  _mm_prefetch(kp + x, _MM_HINT_T1);
+                const char* vp = reinterpret_cast<const char*>(v + next * dp);
+                const std::size_t rows = min_of(S::NR, last - next);
+                for (std::size_t x = 0; x < rows * dp * sizeof(T); x += 64)
+                  _mm_prefetch(vp + x, _MM_HINT_T1);
+              }
+              S::score_rows(mr, head.q + (i0 + g) * d, d, kb + p * d, s_tile + p, Bc);
             }
-            S::score_rows(mr, head.q + (i0 + g) * d, d, kb + p * d, s_tile + p, Bc);
+          } else {
+            S::score_group(head.q + (i0 + g) * d, mr, d, kb, seen.widest, s_tile, Bc);
           }
-        } else {
-          S::score_group(head.q + (i0 + g) * d, mr, d, kb, seen.widest, s_tile, Bc);
         }
 
         bool rescale = false;
-        for (std::size_t r = 0; r < mr; ++r) {
-          float* s = s_tile + r * Bc;
-          float& m_r = m[g + r];
-          const float block_max = S::scale_and_max(s, seen.count[r], head.scale);
-          const float m_new = block_max > m_r ? block_max : m_r;
-          const float m_ref = max_reference(m_new);
-          alpha[r] = 1.0f;
-          if (m_new != m_r) {  // rescale only when the max moved
-            alpha[r] = scalar_exp(m_r - m_ref);
-            rescale = true;
-            m_r = m_new;
+        if constexpr ((Phases & kSoftmaxPhase) != 0) {
+          for (std::size_t r = 0; r < mr; ++r) {
+            float* s = s_tile + r * Bc;
+            float& m_r = m[g + r];
+            const float block_max = S::scale_and_max(s, seen.count[r], head.scale);
+            const float m_new = block_max > m_r ? block_max : m_r;
+            const float m_ref = max_reference(m_new);
+            alpha[r] = 1.0f;
+            if (m_new != m_r) {  // rescale only when the max moved
+              alpha[r] = scalar_exp(m_r - m_ref);
+              rescale = true;
+              m_r = m_new;
+            }
+            // l = l * exp(m_old - m_new) + rowsum(P)
+            l[g + r] = l[g + r] * alpha[r] + S::exp_and_sum(s, seen.count[r], m_ref);
           }
-          // l = l * exp(m_old - m_new) + rowsum(P)
-          l[g + r] = l[g + r] * alpha[r] + S::exp_and_sum(s, seen.count[r], m_ref);
         }
         // O = O * exp(m_old - m_new) + P V
-        S::blend_group(mr, seen, s_tile, Bc, vb, dp, rescale ? alpha : nullptr, o_acc + g * dp);
+        if constexpr ((Phases & kBlendPhase) != 0) {
+          S::blend_group(mr, seen, s_tile, Bc, vb, dp, rescale ? alpha : nullptr, o_acc + g * dp);
+        }
       }
     };
 

@@ -1,0 +1,125 @@
+// forward_counts(): the loops of a forward call walked without computing, block by block as the
+// driver (attention.cpp) and the kernels (tiled_simd.hpp, naive_simd.hpp, the plain loops) walk
+// them, counting instead of computing.
+#include "forward_counts.hpp"
+
+#include <algorithm>
+
+#include "call_plan.hpp"
+#include "kernels/kernel_interface.hpp"
+
+namespace attnbench {
+
+namespace {
+
+std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
+std::size_t blocks(std::size_t x, std::size_t of) { return (x + of - 1) / of; }
+
+// Sweeps of the score matrix by a naive kernel, in floats per scored pair: the score pass writes
+// it, scale-and-max and exp-and-sum each read and rewrite it, the blend reads it.
+constexpr double kScoreSweeps = 6;
+
+}  // namespace
+
+ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const Options& options) {
+  validate(shape, options);
+  const Kernel& kernel = resolve(requested);
+  const kernels::KernelCode* code = kernel.code(options.kv_type);
+  if (code == nullptr) {
+    throw Error("options.kv_type", std::string(to_string(options.kv_type)),
+                "kernel " + std::string(kernel.name) + " does not store K and V in that type");
+  }
+  const std::size_t d = shape.head_dim;
+  const kernels::ForwardBlocking b =
+      code->forward.blocking
+          ? code->forward.blocking(d)
+          : kernels::ForwardBlocking{
+                .query_block = 1, .key_block = kernels::kNoKeyBlocks, .padded_dim = d};
+  const std::size_t dp = b.padded_dim;
+  const bool packs = code->packing.bytes != nullptr;
+  // Bytes a key costs in the stream: its K^T panel column and V row in the stored type, or the
+  // float32 K and V rows a kernel reads in place.
+  const double key_bytes =
+      packs ? double(d + dp) * double(kv_type_bytes(options.kv_type)) : 2.0 * double(d) * 4.0;
+  const std::size_t threads = worker_threads(options);
+  const std::size_t heads = shape.batch * shape.q_heads;
+  const std::size_t kv_heads = shape.batch * shape.kv_heads;
+
+  // One problem as the kernel sees it: `rows` query rows (row i being row i % head_rows of its
+  // head for the causal mask) against keys [0, keys), in tasks of `task` rows; the counts of
+  // `copies` such problems.
+  ForwardCounts c;
+  auto count_problem = [&](std::size_t rows, std::size_t head_rows, std::size_t keys,
+                           std::size_t task, double copies) {
+    const Shape head{.q_len = head_rows, .kv_len = shape.kv_len, .head_dim = d};
+    auto visible = [&](std::size_t i) {
+      return std::min(keys, visible_keys(head, options.causal, i % head_rows));
+    };
+    auto widest = [&](std::size_t i, std::size_t count) {
+      if (options.causal && i % head_rows + count > head_rows) return keys;
+      return visible(i + count - 1);
+    };
+    const std::size_t br_max = std::min(b.query_block, task);
+    for (std::size_t t0 = 0; t0 < rows; t0 += task) {
+      const std::size_t t_end = std::min(t0 + task, rows);
+      for (std::size_t i0 = t0; i0 < t_end; i0 += br_max) {
+        const std::size_t br = std::min(br_max, t_end - i0);
+        const std::size_t last_key = widest(i0, br);
+        c.kv_stream_bytes += copies * double(last_key) * key_bytes;
+        if (kernel.strategy == Strategy::tiled) {  // the rescale factor of each row and key block
+          const double key_blocks = double(blocks(last_key, b.key_block));
+          c.exps += copies * double(br) * key_blocks;
+          c.rescale_floats += copies * double(br) * key_blocks * double(dp);
+        }
+        for (std::size_t g = 0; g < br; g += b.mr) {
+          const std::size_t mr = std::min(b.mr, br - g);
+          const std::size_t w = widest(i0 + g, mr);
+          c.score_fmas += copies * double(mr) * double(round_up(w, b.nr)) * double(d);
+          c.blend_fmas += copies * double(mr) * double(w) * double(dp);
+        }
+        for (std::size_t i = i0; i < i0 + br; ++i) {
+          c.exps += copies * double(visible(i));
+          c.softmax_scores += copies * double(visible(i));
+        }
+      }
+    }
+    c.query_block = br_max;
+  };
+
+  const bool parallel = threads > 1;
+  if (driver::splits_keys(*code, shape)) {
+    // Decoding: each key/value head's query heads folded into one problem, its keys in chunks.
+    const std::size_t group = shape.q_heads / shape.kv_heads;
+    const std::size_t rows = group * shape.q_len;
+    count_problem(rows, shape.q_len, shape.kv_len, rows, double(kv_heads));
+    if (parallel) {
+      c.compute_tasks = double(kv_heads * blocks(shape.kv_len, kernels::kKeyChunk));
+      c.tasks += c.compute_tasks + double(kv_heads);  // and one merge per key/value head
+    }
+  } else {
+    const std::size_t task =
+        parallel ? driver::task_rows(*code, shape, heads, threads) : shape.q_len;
+    count_problem(shape.q_len, shape.q_len, shape.kv_len, task, double(heads));
+    if (parallel) {
+      c.compute_tasks = double(heads * blocks(shape.q_len, task));
+      c.tasks += c.compute_tasks;
+    }
+    if (kernel.strategy == Strategy::naive) {
+      const std::size_t stride = round_up(shape.kv_len, b.nr);
+      c.score_bytes = kScoreSweeps * 4.0 * c.softmax_scores;
+      c.score_set_bytes = 4.0 * double(std::min(task, shape.q_len)) * double(stride);
+    }
+  }
+  c.key_block = std::min(b.key_block, shape.kv_len);
+  c.kv_head_bytes = double(shape.kv_len) * key_bytes;
+  c.kv_block_bytes = double(c.key_block) * key_bytes;
+  if (packs) {
+    c.pack_bytes = 2.0 * double(shape.kv_elements()) * 4.0 +
+                   double(kernels::packed_bytes(code->packing, shape));
+    if (parallel) c.tasks += double(kv_heads * blocks(shape.kv_len, kernels::kPackKeys));
+  }
+  c.io_bytes = 2.0 * double(shape.q_elements()) * 4.0;
+  return c;
+}
+
+}  // namespace attnbench

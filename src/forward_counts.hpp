@@ -1,0 +1,61 @@
+// What one forward call does, counted from the kernel's own blocking (kernels::ForwardBlocking)
+// and the driver's plan (call_plan.hpp): the operations and bytes the cost model
+// (scripts/report/model.py) prices with the machine's measured constants. The benchmark writes
+// them as counters of each point; this file is the one place their formulas live.
+#pragma once
+
+#include <cstddef>
+
+#include "attnbench.hpp"
+
+namespace attnbench {
+
+struct ForwardCounts {
+  // Multiply-adds of S = Q K^T: per micro-tile of MR rows, the keys its widest row sees rounded
+  // up to whole NR panels, times d.
+  double score_fmas = 0;
+  // Multiply-adds of O += P V: per row group, the keys its widest row sees, times the padded d.
+  double blend_fmas = 0;
+  // Exponentials: one per scored (query, key) pair, and for the tiled kernels one per row and key
+  // block (the rescale factor exp(m_old - m_new)).
+  double exps = 0;
+  // Scores the softmax's other sweep reads and writes (scale and running max): one per pair.
+  double softmax_scores = 0;
+  // Tiled kernels: accumulator floats rescaled by exp(m_old - m_new), at most one per row, key
+  // block and padded d; an upper bound, as a block whose max does not grow the row's is not
+  // rescaled.
+  double rescale_floats = 0;
+  // Packed K and V bytes the products read, summed over query blocks: K and V stream past once
+  // per query block of Br rows (once per row for kernels that have no blocks).
+  double kv_stream_bytes = 0;
+  // The packed K and V of one key/value head, and of one key block: the working sets the stream
+  // is read from (the cache level that holds them prices it).
+  double kv_head_bytes = 0;
+  double kv_block_bytes = 0;
+  // Naive kernels: bytes of the materialised score matrix written and read by the passes (score
+  // writes S; scale-and-max and exp-and-sum each read and rewrite it; the blend reads it), and
+  // the score matrix one task holds at a time.
+  double score_bytes = 0;
+  double score_set_bytes = 0;
+  // Bytes read and written packing K and V (0 for a kernel that reads them in place).
+  double pack_bytes = 0;
+  // Q read and O written.
+  double io_bytes = 0;
+  // Parallel tasks of the call, packing and compute (and the decode merge); 0 when it runs
+  // inline on one thread.
+  double tasks = 0;
+  // The compute tasks among them: near-equal pieces of work, so that on t threads the last round
+  // of ceil(compute_tasks / t) leaves threads idle when t does not divide their number.
+  double compute_tasks = 0;
+  // The blocking they were counted with: query rows per pass over K and V (after the driver's
+  // split into tasks) and keys per block.
+  std::size_t query_block = 0;
+  std::size_t key_block = 0;
+};
+
+// The counts of one forward call of `kernel` (a dispatching entry counts as the kernel it
+// resolves to) on `shape` with `options` (threads, causal, kv_type), K and V packed inside the
+// call. Validates the shape and options first (throws Error).
+ForwardCounts forward_counts(const Kernel& kernel, const Shape& shape, const Options& options);
+
+}  // namespace attnbench

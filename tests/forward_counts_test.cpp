@@ -1,0 +1,136 @@
+// The cost model's counts (forward_counts.hpp) against closed forms worked out by hand from each
+// kernel's blocking: the products' FMAs, the exps, the K/V bytes streamed once per query block, the
+// naive score matrix's sweeps, packing and tasks; and the errors for bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "attnbench.hpp"
+#include "forward_counts.hpp"
+#include "kernels/kernel_interface.hpp"
+
+namespace attnbench {
+namespace {
+
+std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
+std::size_t blocks(std::size_t x, std::size_t of) { return (x + of - 1) / of; }
+
+Options with(std::size_t threads, bool causal = false, KvType type = KvType::f32) {
+  Options o;
+  o.threads = threads;
+  o.causal = causal;
+  o.kv_type = type;
+  return o;
+}
+
+// tiled/scalar reads K and V in place in blocks of Br = 16 rows and Bc = 64 keys.
+TEST(ForwardCounts, TiledScalarStreamsKAndVOncePerQueryBlock) {
+  const Kernel& k = *find_kernel("tiled/scalar");
+  const Shape shape{1, 1, 1, 100, 100, 8};
+  const ForwardCounts c = forward_counts(k, shape, with(1));
+  EXPECT_EQ(c.query_block, 16u);
+  EXPECT_EQ(c.key_block, 64u);
+  EXPECT_DOUBLE_EQ(c.score_fmas, 100.0 * 100 * 8);
+  EXPECT_DOUBLE_EQ(c.blend_fmas, 100.0 * 100 * 8);
+  EXPECT_DOUBLE_EQ(c.softmax_scores, 100.0 * 100);
+  EXPECT_DOUBLE_EQ(c.exps, 100.0 * 100 + 100.0 * 2);  // + one rescale exp per row and block
+  EXPECT_DOUBLE_EQ(c.kv_stream_bytes, 7.0 * 100 * 2 * 8 * 4);  // 7 query blocks x K and V rows
+  EXPECT_DOUBLE_EQ(c.kv_head_bytes, 100.0 * 2 * 8 * 4);
+  EXPECT_DOUBLE_EQ(c.pack_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(c.score_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(c.tasks, 0.0);
+  EXPECT_DOUBLE_EQ(c.io_bytes, 2.0 * 100 * 8 * 4);
+}
+
+// The SIMD kernels: MR x NR micro-tiles (keys padded to whole NR panels), V and the accumulator
+// padded to dp, packed K and V, blocks from the kernel's own blocking.
+TEST(ForwardCounts, SimdKernelsCountTheirPaddedTiles) {
+  for (const Kernel& k : registry()) {
+    if (k.backend != Backend::simd || k.dispatches || !k.available()) continue;
+    SCOPED_TRACE(std::string(k.name));
+    const kernels::KernelCode& code = *k.code();
+    const std::size_t q = 300, n = 500, d = 24;
+    const kernels::ForwardBlocking b = code.forward.blocking(d);
+    const ForwardCounts c = forward_counts(k, Shape{1, 1, 1, q, n, d}, with(1));
+    EXPECT_EQ(c.query_block, b.query_block);
+    EXPECT_EQ(c.key_block, std::min(b.key_block, n));
+    EXPECT_DOUBLE_EQ(c.score_fmas, double(q) * double(round_up(n, b.nr)) * double(d));
+    EXPECT_DOUBLE_EQ(c.blend_fmas, double(q) * double(n) * double(b.padded_dim));
+    EXPECT_DOUBLE_EQ(c.softmax_scores, double(q) * double(n));
+    const double key_bytes = double(d + b.padded_dim) * 4;
+    EXPECT_DOUBLE_EQ(c.kv_stream_bytes, double(blocks(q, b.query_block)) * double(n) * key_bytes);
+    EXPECT_DOUBLE_EQ(
+        c.pack_bytes,
+        2.0 * double(n * d) * 4 + double(kernels::packed_bytes(code.packing, {1, 1, 1, q, n, d})));
+    if (k.strategy == Strategy::naive) {
+      EXPECT_DOUBLE_EQ(c.exps, double(q) * double(n));  // no rescale factors
+      EXPECT_DOUBLE_EQ(c.score_bytes, 6.0 * 4 * double(q) * double(n));
+      EXPECT_DOUBLE_EQ(c.score_set_bytes, 4.0 * double(q) * double(round_up(n, b.nr)));
+    } else {
+      EXPECT_DOUBLE_EQ(c.exps, double(q) * double(n) + double(q) * double(blocks(n, b.key_block)));
+      EXPECT_DOUBLE_EQ(c.score_bytes, 0.0);
+    }
+  }
+}
+
+// Under the causal mask a row scores only its visible keys, and a query block streams only the
+// keys its last row sees.
+TEST(ForwardCounts, CausalCountsOnlyVisibleKeys) {
+  const Kernel& k = *find_kernel("tiled/scalar");
+  const Shape shape{1, 1, 1, 64, 64, 4};
+  const ForwardCounts c = forward_counts(k, shape, with(1, true));
+  EXPECT_DOUBLE_EQ(c.softmax_scores, scored_pairs(shape, true));
+  // Query blocks of 16 rows: the last rows see 16, 32, 48, 64 keys.
+  EXPECT_DOUBLE_EQ(c.kv_stream_bytes, (16.0 + 32 + 48 + 64) * 2 * 4 * 4);
+  const ForwardCounts full = forward_counts(k, shape, with(1, false));
+  EXPECT_LT(c.score_fmas, 0.6 * full.score_fmas);
+}
+
+// Two threads: tasks of whole query blocks (fewer rows per pass over K and V when a head is cut
+// into tasks smaller than the kernel's query block), packing in tasks of kPackKeys keys.
+TEST(ForwardCounts, ThreadsCountTasksAndTheirQueryBlocks) {
+  const Kernel& k = resolve(*find_kernel("tiled/simd"));
+  if (!k.available()) GTEST_SKIP() << "no SIMD kernel on this CPU";
+  const Shape shape{1, 1, 1, 2048, 2048, 64};
+  const ForwardCounts one = forward_counts(k, shape, with(1));
+  const ForwardCounts two = forward_counts(k, shape, with(2));
+  EXPECT_DOUBLE_EQ(one.tasks, 0.0);
+  EXPECT_LE(two.query_block, one.query_block);
+  EXPECT_GE(two.query_block, kernels::kRowsPerTask);
+  const double compute_tasks = double(blocks(2048, two.query_block));
+  EXPECT_DOUBLE_EQ(two.compute_tasks, compute_tasks);
+  EXPECT_DOUBLE_EQ(two.tasks, compute_tasks + double(blocks(2048, kernels::kPackKeys)));
+  const double per_pass = one.kv_stream_bytes / double(blocks(2048, one.query_block));
+  EXPECT_DOUBLE_EQ(two.kv_stream_bytes, compute_tasks * per_pass);
+  EXPECT_DOUBLE_EQ(two.score_fmas, one.score_fmas);
+}
+
+// Decoding folds each key/value head's query heads into one problem: K and V stream once per
+// key/value head, in the stored type's bytes.
+TEST(ForwardCounts, DecodingStreamsEachKeyValueHeadOnce) {
+  const Kernel& k = resolve(*find_kernel("tiled/simd"));
+  if (!k.available()) GTEST_SKIP() << "no SIMD kernel on this CPU";
+  const Shape shape{1, 32, 8, 1, 8192, 128};
+  const kernels::ForwardBlocking b = k.code()->forward.blocking(128);
+  const double keys = 8.0 * 8192 * double(128 + b.padded_dim);
+  EXPECT_DOUBLE_EQ(forward_counts(k, shape, with(1)).kv_stream_bytes, keys * 4);
+  EXPECT_DOUBLE_EQ(forward_counts(k, shape, with(1, false, KvType::f16)).kv_stream_bytes, keys * 2);
+  EXPECT_DOUBLE_EQ(forward_counts(k, shape, with(2)).tasks,
+                   8.0 * (8192 / kernels::kKeyChunk + 1) + 8.0 * (8192 / kernels::kPackKeys));
+}
+
+TEST(ForwardCounts, BadInputIsAnErrorNamingTheField) {
+  const Kernel& scalar = *find_kernel("naive/scalar");
+  try {
+    forward_counts(scalar, Shape{1, 1, 1, 8, 8, 8}, with(1, false, KvType::f16));
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "options.kv_type");
+    EXPECT_EQ(e.value(), "f16");
+  }
+  EXPECT_THROW(forward_counts(scalar, Shape{1, 1, 1, 0, 8, 8}, with(1)), Error);
+}
+
+}  // namespace
+}  // namespace attnbench
