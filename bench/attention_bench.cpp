@@ -1,11 +1,12 @@
 // attnbench_bench: the benchmark matrix, Google Benchmark over every registry kernel x sequence
 // length x head dim x threads x causal, next to the machine's measured ceilings.
 //
-//   attnbench_bench [--preset=quick|full] [--contenders | --decode | --scaling]
+//   attnbench_bench [--preset=quick|full] [--contenders | --decode | --scaling | --phases]
 //                   [google benchmark flags]
 //
 // --contenders runs the contenders' window instead (contenders_window.hpp), --decode the decode
-// window (decode_window.hpp), --scaling the thread-scaling window (scaling_window.hpp).
+// window (decode_window.hpp), --scaling the thread-scaling window (scaling_window.hpp), --phases
+// the tiled kernels' phases timed alone (phases_window.hpp).
 //
 // Names read `<kernel>/n:<n>/d:<d>/threads:<t>/causal:<0|1>` (q_len = kv_len = n, one head) for
 // the forward pass; a backward point appends `/pass:backward` (attention_backward alone, on the
@@ -17,7 +18,8 @@
 // measured peak, packed K/V included), score_matrix_bytes (n x n x 4, what a naive kernel
 // materialises), rss_peak_bytes (the process's resident high-water mark during the point) and
 // bytes_moved (the compulsory memory traffic model used by the report's roofline); a backward
-// point also oracle_error_ratio, of the check its kernel passed before any timing. A point
+// point also oracle_error_ratio, of the check its kernel passed before any timing; a forward
+// point the cost model's counts, `count_<field>` of forward_counts.hpp. A point
 // predicted to exceed the preset's time budget, or over the naive memory budget, is recorded in
 // the JSON as an error with its reason; one whose kernel fails the backward's oracle check, as
 // "failed: oracle check: ...".
@@ -44,9 +46,11 @@
 #include "ceilings.hpp"
 #include "contender.hpp"
 #include "contenders_window.hpp"
+#include "cost_counters.hpp"
 #include "decode_window.hpp"
 #include "kernels/kernel_interface.hpp"
 #include "oracle_check.hpp"
+#include "phases_window.hpp"
 #include "progress_reporter.hpp"
 #include "run_context.hpp"
 #include "scaling_window.hpp"
@@ -322,6 +326,8 @@ void run_point(benchmark::State& state, Point p, std::string skip_reason) {
   state.counters["bytes_moved"] = Counter(bytes_moved(p));
   state.counters["flops_per_call"] = Counter(flops);
   if (check) state.counters["oracle_error_ratio"] = Counter(check->worst_ratio);
+  if (p.pass == Pass::forward)
+    attnbench::bench::add_cost_counters(state, *p.kernel, shape, options);
 }
 
 // Every benchmark's predicted seconds (from a calibration call per kernel), for skipping points
@@ -501,6 +507,7 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
 int main(int argc, char** argv) {
   std::string preset_name = "quick";
   bool contenders_window = false, decode_window = false, scaling_window = false;
+  bool phases_window = false;
   int repetitions = 0;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
@@ -512,6 +519,8 @@ int main(int argc, char** argv) {
       decode_window = true;
     } else if (std::strcmp(argv[i], "--scaling") == 0) {
       scaling_window = true;
+    } else if (std::strcmp(argv[i], "--phases") == 0) {
+      phases_window = true;
     } else if (std::strncmp(argv[i], "--benchmark_repetitions=", 24) == 0) {
       // The matrix and the scaling window set their points' own count: this overrides it.
       repetitions = std::atoi(argv[i] + 24);
@@ -534,6 +543,7 @@ int main(int argc, char** argv) {
       contenders_window ? "contenders"
       : decode_window   ? "decode"
       : scaling_window  ? "scaling"
+      : phases_window   ? "phases"
                         : "matrix",
       std::to_string(kBackwardCheckRows) + "x" + std::to_string(kBackwardCheckKeys), g_peak_flops,
       g_triad_gbs);
@@ -543,6 +553,8 @@ int main(int argc, char** argv) {
   } else if (scaling_window) {
     attnbench::bench::register_scaling(preset_name, all_threads, repetitions, g_peak_flops,
                                        g_predicted);
+  } else if (phases_window) {
+    attnbench::bench::register_phases(preset_name, g_predicted);
   } else if (decode_window) {
     attnbench::bench::register_decode(preset_name, all_threads, g_triad_gbs, g_peak_flops,
                                       g_predicted);

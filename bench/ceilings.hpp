@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace attnbench::bench {
 
@@ -12,8 +14,16 @@ struct FmaPeak {
   std::string isa;  // the widest vector ISA that reached it ("avx512f", "avx2+fma", "sse")
 };
 
-// Every thread runs independent FMA chains on registers only: no memory traffic.
+// Every thread runs independent FMA chains on registers only: no memory traffic. The best of the
+// vector ISAs this CPU has.
 FmaPeak measure_fma_peak(std::size_t threads);
+// The same per ISA, each its best of the repetitions: "scalar" (a multiply and an add per step,
+// as the portable kernels compute), then "avx2+fma" and "avx512f" where the CPU has them.
+std::vector<FmaPeak> measure_fma_peaks(std::size_t threads);
+
+// Runs work(thread) on `threads` threads released together (each warmed up by one untimed run
+// first); returns the sum of their results over the seconds until the last one finished.
+double rate_on_threads(std::size_t threads, const std::function<double(std::size_t)>& work);
 
 // STREAM triad a = b + s c over arrays far larger than the last-level cache; bytes counted as
 // STREAM does (3 x 4 bytes per element), best of the repetitions, GB/s = 1e9 bytes/s.

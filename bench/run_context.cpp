@@ -16,6 +16,7 @@
 #include "ceilings.hpp"
 #include "contender.hpp"
 #include "kernels/kernel_interface.hpp"
+#include "machine_constants.hpp"
 
 namespace attnbench::bench {
 
@@ -76,6 +77,16 @@ void add_run_context(const std::string& preset, std::size_t all_threads, const s
     std::fprintf(stderr, "  %zu thread(s): FMA peak %.1f GFLOP/s (%s), triad %.1f GB/s\n", t,
                  peak.gflops, peak.isa.c_str(), triad);
   }
+  // The cost model's constants, for the matrix's points (the report's model section).
+  if (window != "matrix") return;
+  std::fprintf(stderr, "attnbench_bench: measuring the cost model's machine constants ...\n ");
+  for (const MachineConstant& c : measure_machine_constants(all_threads)) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%.6g", c.value);
+    AddCustomContext(c.key, value);
+    std::fprintf(stderr, " %s %s %s;", c.key.c_str(), value, c.unit);
+  }
+  std::fprintf(stderr, "\n");
 }
 
 }  // namespace attnbench::bench

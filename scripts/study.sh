@@ -5,7 +5,7 @@
 # Results: Google Benchmark's JSON in DIR/results.json (default reports/runs/<date>-<host>/), so
 # two runs compare with compare.py (see README), the contenders' windows in DIR/contenders.json and
 # DIR/python_contenders.json, the decode window in DIR/decode.json, the scaling window in
-# DIR/scaling.json; the report is written next to them.
+# DIR/scaling.json, the phases window in DIR/phases.json; the report is written next to them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,6 +69,15 @@ build/bin/attnbench_bench --preset="$preset" --scaling \
   --benchmark_out="$out/scaling.json" --benchmark_out_format=json \
   "${extra[@]}" | tee "$out/scaling_console.txt"
 echo "study: scaling took $(( $(date +%s) - start )) s"
+# The phases window: the tiled SIMD kernels' phases timed alone, in rotating rounds (the cost
+# model's measured breakdown).
+start=$(date +%s)
+build/bin/attnbench_bench --preset="$preset" --phases \
+  ${filter:+--benchmark_filter="$filter"} \
+  --benchmark_report_aggregates_only=true \
+  --benchmark_out="$out/phases.json" --benchmark_out_format=json \
+  "${extra[@]}" | tee "$out/phases_console.txt"
+echo "study: phases took $(( $(date +%s) - start )) s"
 build/bin/attnbench demo all --json "$out/demos.json"
 
 if [[ -f scripts/report/report.py ]]; then

@@ -71,30 +71,53 @@ with tempfile.TemporaryDirectory() as tmp:
         check(f"{pass_} % of peak", r.pct_peak_median > 0, str(r.pct_peak_median))
     check("forward has no oracle ratio", forward.oracle_error_ratio_median != forward.oracle_error_ratio_median,
           str(forward.oracle_error_ratio_median))
+    # The cost model's inputs: the machine constants in the context, the counts on the forward point.
+    for key in ("exp_per_s_scalar", "fma_flops_scalar", "read_gbs_l1", "read_gbs_l2", "read_gbs_l3", "read_gbs_dram"):
+        check(f"context has {key}", float(context.get(key, 0)) > 0, str(context.get(key)))
+    check("forward point's score FMAs counted", forward.count("score_fmas") == 128 * 128 * 64,
+          str(forward.counts))
+    check("forward point's query block", forward.count("query_block") == 16, str(forward.count("query_block")))
+    check("backward point has no counts", table.one(pass_="backward").counts == (), "")
+
+
+def run_window(window: str, benchmark_filter: str) -> tuple:
+    """The quick preset's --<window> on the points the filter keeps: (its JSON, its median entries)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / f"{window}.json"
+        run = subprocess.run([BINARY, "--preset=quick", f"--{window}", f"--benchmark_filter={benchmark_filter}",
+                              "--benchmark_report_aggregates_only=true", f"--benchmark_out={out}",
+                              "--benchmark_out_format=json"], capture_output=True, text=True, timeout=300)
+        check(f"{window} run exit", run.returncode == 0, run.stderr[-2000:])
+        data = json.loads(out.read_text())
+    check(f"{window} window named in the context", data["context"].get("attnbench_window") == window,
+          str(data["context"].get("attnbench_window")))
+    return data, [b for b in data["benchmarks"] if b.get("aggregate_name") == "median"]
+
+
+# The phases window (--phases): the tiled SIMD kernels' phases alone, in rounds.
+data, medians = run_window("phases", "/d:64/")
+check("a phases point per tiled SIMD kernel", len(medians) >= 1, str([b["name"] for b in medians]))
+for b in medians:
+    check("phases point name", b["run_name"].startswith("phases/tiled/simd/") and "/n:2048/d:64/" in b["run_name"],
+          b["run_name"])
+    check("every phase timed", all(b[f"ms_{p}"] > 0 for p in ("all", "score", "softmax", "blend", "pack")), str(b))
+    check("a phase's share is its time over the whole kernel's", b["share_all"] == 1.0, str(b["share_all"]))
+    check("the products are most of the kernel", b["share_score"] + b["share_blend"] > 0.3, str(b))
 
 # The scaling window (--scaling): 1 thread against all in rounds, on the quick preset's forward point.
-with tempfile.TemporaryDirectory() as tmp:
-    out = Path(tmp) / "scaling.json"
-    run = subprocess.run([BINARY, "--preset=quick", "--scaling", "--benchmark_filter=pass:forward",
-                          "--benchmark_report_aggregates_only=true", f"--benchmark_out={out}",
-                          "--benchmark_out_format=json"], capture_output=True, text=True, timeout=300)
-    check("scaling run exit", run.returncode == 0, run.stderr[-2000:])
-    data = json.loads(out.read_text())
-    check("scaling window named in the context", data["context"].get("attnbench_window") == "scaling",
-          str(data["context"].get("attnbench_window")))
-    medians = [b for b in data["benchmarks"] if b.get("aggregate_name") == "median"]
-    threads = int(data["context"]["threads_all"])
-    check("one forward scaling point", len(medians) == (1 if threads > 1 else 0), str([b["name"] for b in medians]))
-    for b in medians:
-        check("scaling point name", b["run_name"].startswith(f"scaling/tiled/simd") and
-              f"/n:1024/d:64/pass:forward/threads:{threads}/" in b["run_name"], b["run_name"])
-        check("speedup is the 1-thread over the all-thread time", 0 < b["speedup_fastest"] <= b["speedup"] * 1.0001
-              and abs(b["efficiency"] - b["speedup"] / threads) < 1e-9, str(b))
-        check("at least 5 rounds", b["rounds"] >= 5, str(b["rounds"]))
-        # GFLOP/s x ms is the call's FLOPs / 1e6 on both sides (up to the aggregation over repetitions).
-        flops = 4.0 * 1024 * 1024 * 64
-        check("GFLOP/s from the call times", all(abs(b[g] * b[t] * 1e6 / flops - 1) < 0.1
-                                                 for g, t in (("gflops_1", "ms_1"), ("gflops_T", "ms_T"))), str(b))
+data, medians = run_window("scaling", "pass:forward")
+threads = int(data["context"]["threads_all"])
+check("one forward scaling point", len(medians) == (1 if threads > 1 else 0), str([b["name"] for b in medians]))
+for b in medians:
+    check("scaling point name", b["run_name"].startswith(f"scaling/tiled/simd") and
+          f"/n:1024/d:64/pass:forward/threads:{threads}/" in b["run_name"], b["run_name"])
+    check("speedup is the 1-thread over the all-thread time", 0 < b["speedup_fastest"] <= b["speedup"] * 1.0001
+          and abs(b["efficiency"] - b["speedup"] / threads) < 1e-9, str(b))
+    check("at least 5 rounds", b["rounds"] >= 5, str(b["rounds"]))
+    # GFLOP/s x ms is the call's FLOPs / 1e6 on both sides (up to the aggregation over repetitions).
+    flops = 4.0 * 1024 * 1024 * 64
+    check("GFLOP/s from the call times", all(abs(b[g] * b[t] * 1e6 / flops - 1) < 0.1
+                                             for g, t in (("gflops_1", "ms_1"), ("gflops_T", "ms_T"))), str(b))
 
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

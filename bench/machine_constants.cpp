@@ -1,0 +1,265 @@
+// The cost model's machine constants (machine_constants.hpp).
+#include "machine_constants.hpp"
+
+#include <immintrin.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+#include <oneapi/tbb/task_arena.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnbench.hpp"
+#include "ceilings.hpp"
+#include "kernels/common.hpp"
+#include "kernels/kernel_interface.hpp"
+#include "large_blocks.hpp"  // allocate_large_block
+
+namespace attnbench::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+volatile float sink;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Best rate of `trials` timed rounds; a round repeats `once` (which returns the work it did)
+// until `min_seconds` have passed, so that a short sweep is not timed alone.
+template <class Once>
+double best_rate(int trials, double min_seconds, Once once) {
+  once();  // warm: pages touched, clocks up
+  double best = 0;
+  for (int t = 0; t < trials; ++t) {
+    double work = 0;
+    const auto t0 = Clock::now();
+    double seconds;
+    do {
+      work += once();
+    } while ((seconds = seconds_since(t0)) < min_seconds);
+    best = std::max(best, work / seconds);
+  }
+  return best;
+}
+
+// Sums `n` floats (n a multiple of 64) with 4 independent accumulators of the widest vectors:
+// loads, no stores, as the kernels' streaming of packed K and V.
+__attribute__((target("avx512f"))) float read_sweep_avx512f(const float* p, std::size_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (std::size_t i = 0; i < n; i += 64) {
+    a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
+    a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
+    a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
+    a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  return lanes[0];
+}
+
+__attribute__((target("avx2"))) float read_sweep_avx2(const float* p, std::size_t n) {
+  __m256 a[8];
+  for (__m256& x : a) x = _mm256_setzero_ps();
+  for (std::size_t i = 0; i < n; i += 64) {
+    for (int k = 0; k < 8; ++k) a[k] = _mm256_add_ps(a[k], _mm256_load_ps(p + i + 8 * k));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[1], a[5])));
+  return lanes[0];
+}
+
+float read_sweep(const float* p, std::size_t n) {
+  if (__builtin_cpu_supports("avx512f")) return read_sweep_avx512f(p, n);
+  return read_sweep_avx2(p, n);
+}
+
+std::size_t cache_bytes(int name, std::size_t fallback) {
+  const long bytes = sysconf(name);
+  return bytes > 0 ? std::size_t(bytes) : fallback;
+}
+
+// GB/s of a read-only sweep over `bytes` (rounded down to whole 256-byte steps per thread), on
+// `threads` threads each sweeping a slice of its own, in 2 MiB pages as the kernels' large blocks.
+double read_bandwidth(std::size_t bytes, std::size_t threads) {
+  const std::size_t n = std::max<std::size_t>(bytes / sizeof(float) / 64 / threads, 1) * 64;
+  std::size_t allocated = n * threads * sizeof(float);
+  std::unique_ptr<float, decltype(&std::free)> data(
+      static_cast<float*>(driver::allocate_large_block(allocated)), &std::free);
+  if (!data) return 0.0;
+  std::fill(data.get(), data.get() + n * threads, 1.0f);
+  // A sweep from a cache takes microseconds: repeat it for 20 ms. One from DRAM is long enough.
+  const double min_seconds = allocated >= (std::size_t{256} << 20) ? 0.0 : 0.02;
+  double best = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    const double rate = rate_on_threads(threads, [&](std::size_t thread) {
+      const float* slice = data.get() + thread * n;
+      double swept = 0;
+      const auto t0 = Clock::now();
+      do {
+        sink = read_sweep(slice, n);
+        swept += double(n * sizeof(float));
+      } while (seconds_since(t0) < min_seconds);
+      return swept;
+    });
+    best = std::max(best, rate / 1e9);
+  }
+  return best;
+}
+
+// Seconds of thread time one empty task of a parallel loop costs on a `threads`-thread arena.
+double task_seconds(std::size_t threads) {
+  tbb::task_arena arena(static_cast<int>(threads));
+  constexpr std::size_t kTasks = 20000;
+  std::vector<double> samples;
+  for (int trial = 0; trial < 5; ++trial) {
+    const auto t0 = Clock::now();
+    arena.execute([&] {
+      tbb::parallel_for(
+          tbb::blocked_range<std::size_t>(0, kTasks, 1),
+          [](const tbb::blocked_range<std::size_t>& r) { sink = float(r.begin()); },
+          tbb::simple_partitioner());
+    });
+    samples.push_back(seconds_since(t0) * double(threads) / double(kTasks));
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+// Seconds to make a `threads`-thread arena and run one loop of `threads` empty tasks on it, the
+// median of many calls.
+double call_start_seconds(std::size_t threads) {
+  std::vector<double> samples;
+  for (int call = 0; call < 201; ++call) {
+    const auto t0 = Clock::now();
+    tbb::task_arena arena(static_cast<int>(threads));
+    arena.execute([&] {
+      tbb::parallel_for(std::size_t{0}, threads, [](std::size_t i) { sink = float(i); });
+    });
+    samples.push_back(seconds_since(t0));
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+// The tiled forward's phases alone (SimdTable::phases) on one block: the Br query rows and Bc keys
+// its blocking gives head dim d, K and V packed (in L2, as the kernel keeps a key block). FLOP/s of
+// the two products (the score and the blend variants, timed in turn), and seconds per score of the
+// softmax's sweeps.
+struct PhaseRates {
+  double products_flops;
+  double softmax_seconds_per_score;
+};
+
+PhaseRates measure_phases(const kernels::SimdTable& table, std::size_t d) {
+  const kernels::KernelCode& code = table.tiled[static_cast<std::size_t>(KvType::f32)];
+  const kernels::ForwardBlocking b = code.forward.blocking(d);
+  const std::size_t rows = b.query_block, keys = b.key_block;
+  std::vector<float> q(rows * d), o(rows * d), k(keys * d), v(keys * d);
+  for (std::size_t i = 0; i < q.size(); ++i) q[i] = float(i % 7) * 0.1f - 0.3f;
+  for (std::size_t i = 0; i < k.size(); ++i) k[i] = v[i] = float(i % 5) * 0.1f - 0.2f;
+  std::size_t packed_size = code.packing.bytes(keys, d);
+  std::unique_ptr<void, decltype(&std::free)> packed(driver::allocate_large_block(packed_size),
+                                                     &std::free);
+  code.packing.pack(k.data(), v.data(), keys, d, 0, keys, packed.get());
+  const kernels::HeadProblem head{.q = q.data(),
+                                  .k = k.data(),
+                                  .v = v.data(),
+                                  .o = o.data(),
+                                  .q_len = rows,
+                                  .kv_len = keys,
+                                  .head_dim = d,
+                                  .scale = 0.125f,
+                                  .causal = false,
+                                  .kv_packed = packed.get(),
+                                  .kv_capacity = keys,
+                                  .head_rows = rows};
+  Workspace ws;
+  auto seconds_per_call = [&](kernels::ComputeRows phase) {
+    return 1.0 / best_rate(3, 0.05, [&] {
+             Workspace::Scope scope(ws);
+             phase(head, kernels::RowRange{0, rows}, ws);
+             sink = o[0];
+             return 1.0;
+           });
+  };
+  const double products =
+      seconds_per_call(table.phases.score) + seconds_per_call(table.phases.blend);
+  const double fmas = double(rows) * double(keys) * double(d + b.padded_dim);
+  return {2.0 * fmas / products,
+          seconds_per_call(table.phases.softmax) / (double(rows) * double(keys))};
+}
+
+}  // namespace
+
+std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) {
+  std::vector<MachineConstant> out;
+  // The exps: softmax arguments, x - max in [-20, 0], over 8 KiB in, 8 KiB out (L1).
+  constexpr std::size_t kExps = 2048;
+  std::vector<float> x(kExps), y(kExps);
+  for (std::size_t i = 0; i < kExps; ++i) x[i] = -20.0f * float(i) / float(kExps);
+  for (const kernels::SimdTable* table : kernels::simd_tables()) {
+    bool available = false;
+    for (const Kernel& k : registry()) {
+      available |= k.backend == Backend::simd && k.isa == table->isa && k.available();
+    }
+    if (!available) continue;
+    const double rate = best_rate(3, 0.05, [&] {
+      table->exp(x.data(), y.data(), kExps);
+      sink = y[kExps / 2];
+      return double(kExps);
+    });
+    const std::string isa(to_string(table->isa));
+    out.push_back({"exp_per_s_" + isa, rate, "exp/s"});
+    for (std::size_t d : {32, 64, 128, 256}) {
+      const PhaseRates phases = measure_phases(*table, d);
+      const std::string suffix = "_" + isa + "_d" + std::to_string(d);
+      out.push_back({"products_flops" + suffix, phases.products_flops, "FLOP/s"});
+      out.push_back({"softmax_s_per_score" + suffix, phases.softmax_seconds_per_score, "s"});
+    }
+  }
+  const double scalar_exp = best_rate(3, 0.05, [&] {
+    for (std::size_t i = 0; i < kExps; ++i) y[i] = kernels::scalar_exp(x[i]);
+    sink = y[kExps / 2];
+    return double(kExps);
+  });
+  out.push_back({"exp_per_s_scalar", scalar_exp, "exp/s"});
+
+  for (const FmaPeak& p : measure_fma_peaks(1)) {
+    out.push_back({"fma_flops_" + p.isa, p.gflops * 1e9, "FLOP/s"});
+  }
+
+  const std::size_t l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, std::size_t{32} << 10);
+  const std::size_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, std::size_t{512} << 10);
+  const std::size_t l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, std::size_t{32} << 20);
+  const std::size_t memory =
+      std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGE_SIZE));
+  const std::size_t dram = std::min(std::max(2 * l3, std::size_t{1} << 30), memory / 8);
+  const std::pair<const char*, std::size_t> levels[] = {
+      {"l1", l1 / 2}, {"l2", l2 / 2}, {"l3", l3 / 4}, {"dram", dram}};
+  for (auto [level, bytes] : levels) {
+    out.push_back({std::string("read_gbs_") + level, read_bandwidth(bytes, 1), "GB/s"});
+    out.push_back({std::string("read_set_bytes_") + level, double(bytes), "bytes"});
+  }
+  // The curve between L2 and DRAM, where the level a working set is read from is the machine's
+  // (an L3 shared with other tenants, or a guest's reported L3 larger than what it gets), not the
+  // reported sizes': sets from twice the L2 doubling up to the DRAM sweep's.
+  for (std::size_t bytes = 2 * l2; bytes < dram; bytes *= 2) {
+    out.push_back({"read_gbs_set_" + std::to_string(bytes), read_bandwidth(bytes, 1), "GB/s"});
+  }
+  const std::string all = "_threads_" + std::to_string(all_threads);
+  if (all_threads > 1) {
+    out.push_back({"read_gbs_dram" + all, read_bandwidth(dram, all_threads), "GB/s"});
+  }
+  out.push_back({"task_s" + all, task_seconds(all_threads), "s"});
+  out.push_back({"call_start_s" + all, call_start_seconds(all_threads), "s"});
+  return out;
+}
+
+}  // namespace attnbench::bench

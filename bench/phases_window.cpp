@@ -1,0 +1,143 @@
+// attnbench_bench --phases: a tiled SIMD kernel's phases timed alone, in rounds
+// (phases_window.hpp).
+#include "phases_window.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "attnbench.hpp"
+#include "bench_inputs.hpp"
+#include "kernels/kernel_interface.hpp"
+#include "large_blocks.hpp"
+#include "window_support.hpp"
+
+namespace attnbench::bench {
+namespace {
+
+struct PhasesPreset {
+  std::vector<std::size_t> lengths, dims;
+  double seconds;      // rounds per repetition: at least this long ...
+  std::size_t rounds;  // ... and at least this many
+  int repetitions;
+};
+
+PhasesPreset phases_preset(const std::string& name) {
+  if (name == "full") return {{1024, 4096}, {64, 128, 256}, 1.0, 7, 3};
+  return {{2048}, {64, 128}, 0.2, 5, 2};
+}
+
+constexpr const char* kPhaseNames[] = {"all", "score", "softmax", "blend", "pack"};
+constexpr std::size_t kPhaseCount = std::size(kPhaseNames);
+
+const kernels::SimdTable* table_of(const Kernel& kernel) {
+  for (const kernels::SimdTable* table : kernels::simd_tables()) {
+    if (table->isa == kernel.isa) return table;
+  }
+  return nullptr;
+}
+
+void run_phases(benchmark::State& state, const Kernel* kernel, std::size_t n, std::size_t d,
+                double seconds, std::size_t min_rounds) {
+  try {
+    const kernels::SimdTable& table = *table_of(*kernel);
+    const kernels::KernelCode& code = table.tiled[static_cast<std::size_t>(KvType::f32)];
+    const Shape shape{1, 1, 1, n, n, d};
+    const std::vector<float>& q = random_tensor(shape.q_elements(), 40);
+    const std::vector<float>& k = random_tensor(shape.kv_elements(), 41);
+    const std::vector<float>& v = random_tensor(shape.kv_elements(), 42);
+    std::vector<float> o(shape.q_elements());
+    std::size_t packed_size = code.packing.bytes(n, d);
+    std::unique_ptr<void, decltype(&std::free)> packed(driver::allocate_large_block(packed_size),
+                                                       &std::free);
+    const kernels::HeadProblem head{.q = q.data(),
+                                    .k = k.data(),
+                                    .v = v.data(),
+                                    .o = o.data(),
+                                    .q_len = n,
+                                    .kv_len = n,
+                                    .head_dim = d,
+                                    .scale = 1.0f / std::sqrt(float(d)),
+                                    .causal = false,
+                                    .kv_packed = packed.get(),
+                                    .kv_capacity = n,
+                                    .head_rows = n};
+    Workspace ws;
+    auto pack = [&] {
+      for (std::size_t first = 0; first < n; first += kernels::kPackKeys)
+        code.packing.pack(k.data() + first * d, v.data() + first * d, n, d, first,
+                          std::min(first + kernels::kPackKeys, n), packed.get());
+    };
+    const kernels::ComputeRows rows[] = {code.forward.rows, table.phases.score,
+                                         table.phases.softmax, table.phases.blend};
+    using clock = std::chrono::steady_clock;
+    auto call = [&](std::size_t phase) {
+      const auto a = clock::now();
+      if (phase == kPhaseCount - 1) {
+        pack();
+      } else {
+        Workspace::Scope scope(ws);
+        rows[phase](head, kernels::RowRange{0, n}, ws);
+      }
+      benchmark::DoNotOptimize(o.data());
+      return std::chrono::duration<double>(clock::now() - a).count();
+    };
+    pack();
+    for (std::size_t p = 0; p < kPhaseCount; ++p) call(p);  // warm
+    std::vector<double> times[kPhaseCount], shares[kPhaseCount];
+    for (auto _ : state) {
+      for (auto& t : times) t.clear();
+      for (auto& s : shares) s.clear();
+      double spent = 0;
+      for (std::size_t round = 0; round < min_rounds || spent < seconds; ++round) {
+        double t[kPhaseCount];
+        for (std::size_t i = 0; i < kPhaseCount; ++i) {
+          const std::size_t p = (i + round) % kPhaseCount;  // each phase first in turn
+          t[p] = call(p);
+          spent += t[p];
+        }
+        for (std::size_t p = 0; p < kPhaseCount; ++p) {
+          times[p].push_back(t[p]);
+          shares[p].push_back(t[p] / t[0]);
+        }
+      }
+      state.SetIterationTime(median(times[0]));
+    }
+    for (std::size_t p = 0; p < kPhaseCount; ++p) {
+      state.counters[std::string("ms_") + kPhaseNames[p]] = 1e3 * median(times[p]);
+      state.counters[std::string("share_") + kPhaseNames[p]] = median(shares[p]);
+    }
+    state.counters["rounds"] = double(times[0].size());
+  } catch (const std::exception& e) {
+    skip_all(state, std::string("failed: ") + e.what());
+  }
+}
+
+}  // namespace
+
+void register_phases(const std::string& preset_name, std::map<std::string, double>& predicted) {
+  const PhasesPreset preset = phases_preset(preset_name);
+  for (const Kernel& kernel : registry()) {
+    if (kernel.dispatches || kernel.strategy != Strategy::tiled ||
+        kernel.backend != Backend::simd || !kernel.available())
+      continue;
+    for (std::size_t d : preset.dims) {
+      for (std::size_t n : preset.lengths) {
+        const std::string name = "phases/" + std::string(kernel.name) + "/n:" + std::to_string(n) +
+                                 "/d:" + std::to_string(d) + "/threads:1";
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), run_phases, &kernel, n, d,
+                                               preset.seconds, preset.rounds);
+        b->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+        b->Repetitions(preset.repetitions)->ReportAggregatesOnly(true);
+        // A round at 50 GFLOP/s: the whole call, and its phases about as long again.
+        const double call = 2.0 * 4.0 * double(n) * double(n) * double(d) / 50e9;
+        predicted[name] =
+            std::max(preset.seconds, call * double(preset.rounds)) * preset.repetitions;
+      }
+    }
+  }
+}
+
+}  // namespace attnbench::bench
