@@ -18,8 +18,9 @@ struct FmaPeak {
 // vector ISAs this CPU has.
 FmaPeak measure_fma_peak(std::size_t threads);
 // The same per ISA, each its best of the repetitions: "scalar" (a multiply and an add per step,
-// as the portable kernels compute), then "avx2+fma" and "avx512f" where the CPU has them.
-std::vector<FmaPeak> measure_fma_peaks(std::size_t threads);
+// as the scalar kernels compute; when `with_scalar`), then "avx2+fma" and "avx512f" where the CPU
+// has them.
+std::vector<FmaPeak> measure_fma_peaks(std::size_t threads, bool with_scalar);
 
 // Runs work(thread) on `threads` threads released together (each warmed up by one untimed run
 // first); returns the sum of their results over the seconds until the last one finished.

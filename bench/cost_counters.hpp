@@ -23,6 +23,7 @@ inline void add_cost_counters(benchmark::State& state, const Kernel& kernel, con
                                                    {"kv_stream_bytes", c.kv_stream_bytes},
                                                    {"kv_head_bytes", c.kv_head_bytes},
                                                    {"kv_block_bytes", c.kv_block_bytes},
+                                                   {"score_sweeps", c.score_sweeps},
                                                    {"score_bytes", c.score_bytes},
                                                    {"score_set_bytes", c.score_set_bytes},
                                                    {"pack_bytes", c.pack_bytes},

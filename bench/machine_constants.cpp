@@ -70,14 +70,27 @@ __attribute__((target("avx2"))) float read_sweep_avx2(const float* p, std::size_
   for (std::size_t i = 0; i < n; i += 64) {
     for (int k = 0; k < 8; ++k) a[k] = _mm256_add_ps(a[k], _mm256_load_ps(p + i + 8 * k));
   }
+  for (int k = 1; k < 8; ++k) a[0] = _mm256_add_ps(a[0], a[k]);  // every load feeds the result
   alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[1], a[5])));
+  _mm256_store_ps(lanes, a[0]);
   return lanes[0];
+}
+
+// Without AVX2 (no machine this study targets): plain loops, 8 independent sums.
+float read_sweep_plain(const float* p, std::size_t n) {
+  float a[8] = {};
+  for (std::size_t i = 0; i < n; i += 8) {
+    for (int k = 0; k < 8; ++k) a[k] += p[i + k];
+  }
+  float sum = 0;
+  for (float x : a) sum += x;
+  return sum;
 }
 
 float read_sweep(const float* p, std::size_t n) {
   if (__builtin_cpu_supports("avx512f")) return read_sweep_avx512f(p, n);
-  return read_sweep_avx2(p, n);
+  if (__builtin_cpu_supports("avx2")) return read_sweep_avx2(p, n);
+  return read_sweep_plain(p, n);
 }
 
 std::size_t cache_bytes(int name, std::size_t fallback) {
@@ -231,7 +244,7 @@ std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) 
   });
   out.push_back({"exp_per_s_scalar", scalar_exp, "exp/s"});
 
-  for (const FmaPeak& p : measure_fma_peaks(1)) {
+  for (const FmaPeak& p : measure_fma_peaks(1, true)) {
     out.push_back({"fma_flops_" + p.isa, p.gflops * 1e9, "FLOP/s"});
   }
 

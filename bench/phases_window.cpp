@@ -5,6 +5,9 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -123,6 +126,7 @@ void register_phases(const std::string& preset_name, std::map<std::string, doubl
     if (kernel.dispatches || kernel.strategy != Strategy::tiled ||
         kernel.backend != Backend::simd || !kernel.available())
       continue;
+    if (table_of(kernel) == nullptr) continue;
     for (std::size_t d : preset.dims) {
       for (std::size_t n : preset.lengths) {
         const std::string name = "phases/" + std::string(kernel.name) + "/n:" + std::to_string(n) +

@@ -15,10 +15,6 @@ namespace {
 std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
 std::size_t blocks(std::size_t x, std::size_t of) { return (x + of - 1) / of; }
 
-// Sweeps of the score matrix by a naive kernel, in floats per scored pair: the score pass writes
-// it, scale-and-max and exp-and-sum each read and rewrite it, the blend reads it.
-constexpr double kScoreSweeps = 6;
-
 }  // namespace
 
 ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const Options& options) {
@@ -39,8 +35,9 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
   const bool packs = code->packing.bytes != nullptr;
   // Bytes a key costs in the stream: its K^T panel column and V row in the stored type, or the
   // float32 K and V rows a kernel reads in place.
-  const double key_bytes =
-      packs ? double(d + dp) * double(kv_type_bytes(options.kv_type)) : 2.0 * double(d) * 4.0;
+  const double element = packs ? double(kv_type_bytes(options.kv_type)) : 4.0;
+  const double k_bytes = double(d) * element, v_bytes = double(packs ? dp : d) * element;
+  const double key_bytes = k_bytes + v_bytes;
   const std::size_t threads = worker_threads(options);
   const std::size_t heads = shape.batch * shape.q_heads;
   const std::size_t kv_heads = shape.batch * shape.kv_heads;
@@ -65,7 +62,10 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
       for (std::size_t i0 = t0; i0 < t_end; i0 += br_max) {
         const std::size_t br = std::min(br_max, t_end - i0);
         const std::size_t last_key = widest(i0, br);
-        c.kv_stream_bytes += copies * double(last_key) * key_bytes;
+        // K for the keys the block scores (every key for a kernel that masks after scoring), V for
+        // those it blends.
+        const std::size_t scored = b.scores_masked_keys ? keys : last_key;
+        c.kv_stream_bytes += copies * (double(scored) * k_bytes + double(last_key) * v_bytes);
         if (kernel.strategy == Strategy::tiled) {  // the rescale factor of each row and key block
           const double key_blocks = double(blocks(last_key, b.key_block));
           c.exps += copies * double(br) * key_blocks;
@@ -73,11 +73,13 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
         }
         for (std::size_t g = 0; g < br; g += b.mr) {
           const std::size_t mr = std::min(b.mr, br - g);
-          const std::size_t w = widest(i0 + g, mr);
+          const std::size_t w = b.scores_masked_keys ? keys : widest(i0 + g, mr);
           c.score_fmas += copies * double(mr) * double(round_up(w, b.nr)) * double(d);
-          c.blend_fmas += copies * double(mr) * double(w) * double(dp);
         }
         for (std::size_t i = i0; i < i0 + br; ++i) {
+          // The blend runs each row over the keys it sees (a group's shared keys, then each row's
+          // ragged tail alone).
+          c.blend_fmas += copies * double(visible(i)) * double(dp);
           c.exps += copies * double(visible(i));
           c.softmax_scores += copies * double(visible(i));
         }
@@ -106,7 +108,8 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
     }
     if (kernel.strategy == Strategy::naive) {
       const std::size_t stride = round_up(shape.kv_len, b.nr);
-      c.score_bytes = kScoreSweeps * 4.0 * c.softmax_scores;
+      c.score_sweeps = double(b.score_sweeps);
+      c.score_bytes = c.score_sweeps * 4.0 * c.softmax_scores;
       c.score_set_bytes = 4.0 * double(std::min(task, shape.q_len)) * double(stride);
     }
   }

@@ -12,9 +12,9 @@ namespace attnbench {
 
 struct ForwardCounts {
   // Multiply-adds of S = Q K^T: per micro-tile of MR rows, the keys its widest row sees rounded
-  // up to whole NR panels, times d.
+  // up to whole NR panels (every key for a kernel that masks after scoring), times d.
   double score_fmas = 0;
-  // Multiply-adds of O += P V: per row group, the keys its widest row sees, times the padded d.
+  // Multiply-adds of O += P V: per row, the keys it sees, times the padded d.
   double blend_fmas = 0;
   // Exponentials: one per scored (query, key) pair, and for the tiled kernels one per row and key
   // block (the rescale factor exp(m_old - m_new)).
@@ -26,15 +26,17 @@ struct ForwardCounts {
   // rescaled.
   double rescale_floats = 0;
   // Packed K and V bytes the products read, summed over query blocks: K and V stream past once
-  // per query block of Br rows (once per row for kernels that have no blocks).
+  // per query block of Br rows (once per row for kernels that have no blocks), K for the keys the
+  // block scores, V for those it blends.
   double kv_stream_bytes = 0;
   // The packed K and V of one key/value head, and of one key block: the working sets the stream
   // is read from (the cache level that holds them prices it).
   double kv_head_bytes = 0;
   double kv_block_bytes = 0;
-  // Naive kernels: bytes of the materialised score matrix written and read by the passes (score
-  // writes S; scale-and-max and exp-and-sum each read and rewrite it; the blend reads it), and
-  // the score matrix one task holds at a time.
+  // Naive kernels: the sweeps their passes make of the materialised score matrix
+  // (ForwardBlocking::score_sweeps: the score pass's write, each pass's reads and writes, the
+  // blend's read), the bytes those sweeps move, and the score matrix one task holds at a time.
+  double score_sweeps = 0;
   double score_bytes = 0;
   double score_set_bytes = 0;
   // Bytes read and written packing K and V (0 for a kernel that reads them in place).

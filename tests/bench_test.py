@@ -95,13 +95,21 @@ def run_window(window: str, benchmark_filter: str) -> tuple:
 
 
 # The phases window (--phases): the tiled SIMD kernels' phases alone, in rounds.
+listing = subprocess.run([BINARY, "--preset=quick", "--phases", "--benchmark_filter=/d:64/",
+                          "--benchmark_list_tests=true"], capture_output=True, text=True, timeout=300)
+registered = [n for n in listing.stdout.split() if n.startswith("phases/")]
 data, medians = run_window("phases", "/d:64/")
-check("a phases point per tiled SIMD kernel", len(medians) >= 1, str([b["name"] for b in medians]))
+check("a phases point per registered point", len(medians) == len(registered) >= 1,
+      f"{len(medians)} measured, {len(registered)} registered")
+check("the dispatched tiled SIMD kernel among them", any("tiled/simd/" in n for n in registered), str(registered))
 for b in medians:
     check("phases point name", b["run_name"].startswith("phases/tiled/simd/") and "/n:2048/d:64/" in b["run_name"],
           b["run_name"])
     check("every phase timed", all(b[f"ms_{p}"] > 0 for p in ("all", "score", "softmax", "blend", "pack")), str(b))
-    check("a phase's share is its time over the whole kernel's", b["share_all"] == 1.0, str(b["share_all"]))
+    # The three compute phases alone add up to about the whole kernel (the phases window's check of
+    # the model's sum rule; loose, as each share is a median over rounds on a shared host).
+    parts = b["share_score"] + b["share_softmax"] + b["share_blend"]
+    check("the phases alone add up to about the kernel", 0.6 < parts < 1.5, str(parts))
     check("the products are most of the kernel", b["share_score"] + b["share_blend"] > 0.3, str(b))
 
 # The scaling window (--scaling): 1 thread against all in rounds, on the quick preset's forward point.

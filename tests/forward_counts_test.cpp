@@ -120,6 +120,46 @@ TEST(ForwardCounts, DecodingStreamsEachKeyValueHeadOnce) {
                    8.0 * (8192 / kernels::kKeyChunk + 1) + 8.0 * (8192 / kernels::kPackKeys));
 }
 
+// A SIMD kernel under the causal mask: a micro-tile scores the keys of its widest (last) row in
+// whole panels; the blend runs each row over its own keys.
+TEST(ForwardCounts, CausalSimdTilesScoreTheirWidestRowAndBlendEachRowsKeys) {
+  const Kernel& k = resolve(*find_kernel("tiled/simd"));
+  if (!k.available()) GTEST_SKIP() << "no SIMD kernel on this CPU";
+  const std::size_t n = 100, d = 16;
+  const kernels::ForwardBlocking b = k.code()->forward.blocking(d);
+  const Shape shape{1, 1, 1, n, n, d};
+  const ForwardCounts c = forward_counts(k, shape, with(1, true));
+  double score = 0;
+  for (std::size_t g = 0; g < n; g += b.mr) {
+    const std::size_t last = std::min(g + b.mr, n);  // rows [g, last): the widest sees `last` keys
+    score += double(last - g) * double(round_up(last, b.nr)) * double(d);
+  }
+  EXPECT_DOUBLE_EQ(c.score_fmas, score);
+  EXPECT_DOUBLE_EQ(c.blend_fmas, scored_pairs(shape, true) * double(b.padded_dim));
+}
+
+// Each naive kernel's sweeps of its score matrix, as its passes make them; OpenBLAS scores every
+// key under the causal mask too (one sgemm per row block, the mask applied afterwards).
+TEST(ForwardCounts, NaiveKernelsSweepTheirScoreMatrixAsTheirPassesDo) {
+  const Shape shape{1, 1, 1, 96, 96, 8};
+  const std::pair<const char*, double> sweeps[] = {
+      {"naive/scalar", 7}, {"naive/autovec", 7}, {"naive/openblas", 8}, {"naive/simd", 6}};
+  for (auto [name, expected] : sweeps) {
+    const Kernel& k = resolve(*find_kernel(name));
+    if (!k.available()) continue;
+    SCOPED_TRACE(name);
+    const ForwardCounts c = forward_counts(k, shape, with(1));
+    EXPECT_DOUBLE_EQ(c.score_sweeps, expected);
+    EXPECT_DOUBLE_EQ(c.score_bytes, expected * 4 * 96 * 96);
+  }
+  const Kernel& blas = *find_kernel("naive/openblas");
+  const ForwardCounts causal = forward_counts(blas, shape, with(1, true));
+  EXPECT_DOUBLE_EQ(causal.score_fmas, 96.0 * 96 * 8);  // every key
+  EXPECT_DOUBLE_EQ(causal.blend_fmas, scored_pairs(shape, true) * 8);
+  // Two row blocks of 48: K of every key, V of the keys each block's last row sees (48 and 96).
+  EXPECT_DOUBLE_EQ(causal.kv_stream_bytes, 2 * 96.0 * 8 * 4 + (48.0 + 96) * 8 * 4);
+}
+
 TEST(ForwardCounts, BadInputIsAnErrorNamingTheField) {
   const Kernel& scalar = *find_kernel("naive/scalar");
   try {

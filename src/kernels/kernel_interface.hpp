@@ -281,8 +281,9 @@ using ComputePartial = void (*)(const HeadProblem& head, RowRange rows, KeyRange
 
 // How a kernel's forward blocks one head, for a head dim: the rows that share one pass over K
 // and V (Br), the keys of a block (Bc), the micro-tile of the products (MR rows x NR keys; keys
-// padded to whole NR panels) and the head dim its V rows and accumulators are padded to. The cost
-// counts (src/forward_counts.cpp) are computed from it.
+// padded to whole NR panels), the head dim its V rows and accumulators are padded to, and for a
+// naive kernel how its passes sweep the score matrix. The cost counts (src/forward_counts.cpp) are
+// computed from it.
 // A key_block of kNoKeyBlocks: every key at once (the plain loops, OpenBLAS's calls).
 inline constexpr std::size_t kNoKeyBlocks = ~std::size_t{0};
 struct ForwardBlocking {
@@ -291,6 +292,12 @@ struct ForwardBlocking {
   std::size_t mr = 1;
   std::size_t nr = 1;
   std::size_t padded_dim;
+  // Naive kernels: sweeps of the score matrix, each reading or writing every visible score once
+  // (the score pass's write, then each pass's reads and writes up to the blend's read).
+  std::size_t score_sweeps = 0;
+  // Naive kernels that score every key and mask afterwards (one sgemm per row block): the score
+  // product and its K stream cover all keys under the causal mask too.
+  bool scores_masked_keys = false;
 };
 
 // The forward pass of one kernel.
@@ -356,8 +363,8 @@ struct SimdTable {
   void (*exp)(const float* x, float* y, std::size_t n);  // the kernels' vector exp, for its tests
   // The tiled forward (float32 K/V) with one phase alone, for the cost model (bench/): the same
   // loops as tiled[f32].forward.rows doing only the score product S = Q K^T, only the softmax's
-  // sweeps (scale and max, exp and sum, on a zeroed tile), or only the blend O += P V. Their output
-  // is not attention.
+  // sweeps (scale and max, exp and sum, on a score tile that starts zeroed and then holds their own
+  // output), or only the blend O += P V. Their output is not attention.
   struct Phases {
     ComputeRows score, softmax, blend;
   } phases;

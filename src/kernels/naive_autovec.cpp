@@ -6,7 +6,7 @@
 namespace attnbench::kernels {
 
 constexpr KernelCode naive_autovec{
-    .forward = {.rows = naive_loops},
+    .forward = {.rows = naive_loops, .blocking = naive_blocking},
     .backward = {.key_block = naive_backward_key_block,
                  .rows = naive_backward_rows,
                  .key_rows = naive_backward_key_rows},

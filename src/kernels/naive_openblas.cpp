@@ -77,10 +77,16 @@ void naive_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
   }
 }
 
-// Both products go to sgemm in blocks of kBlendRows rows against every key (its own blocking
-// within them is OpenBLAS's): K and V stream once per block.
+// Both products go to sgemm in blocks of kBlendRows rows (its own blocking within them is
+// OpenBLAS's): K and V stream once per block, the score sgemm over every key whatever the mask.
+// Score sweeps: sgemm writes S; softmax_row scales with the max, exps with the sum and
+// normalises, each reading and rewriting it; the blend sgemm reads it: 8.
 ForwardBlocking naive_blocking(std::size_t head_dim) {
-  return {.query_block = kBlendRows, .key_block = kNoKeyBlocks, .padded_dim = head_dim};
+  return {.query_block = kBlendRows,
+          .key_block = kNoKeyBlocks,
+          .padded_dim = head_dim,
+          .score_sweeps = 8,
+          .scores_masked_keys = true};
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 namespace attnbench::kernels {
 
 constexpr KernelCode naive_scalar{
-    .forward = {.rows = naive_loops},
+    .forward = {.rows = naive_loops, .blocking = naive_blocking},
     .backward = {.key_block = naive_backward_key_block,
                  .rows = naive_backward_rows,
                  .key_rows = naive_backward_key_rows},

@@ -9,6 +9,12 @@
 namespace attnbench::kernels {
 namespace {
 
+// One row at a time against every key. Score sweeps: the score pass writes S; the max reads it;
+// the exp and the normalisation each read and rewrite it; the blend reads it: 7.
+ForwardBlocking naive_blocking(std::size_t head_dim) {
+  return {.query_block = 1, .key_block = kNoKeyBlocks, .padded_dim = head_dim, .score_sweeps = 7};
+}
+
 void naive_loops(const HeadProblem& head, RowRange rows, Workspace& ws) {
   const std::size_t n = head.kv_len;
   const std::size_t d = head.head_dim;

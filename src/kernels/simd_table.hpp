@@ -42,11 +42,14 @@ template <class Arch>
 ForwardBlocking naive_blocking(std::size_t head_dim) {
   using S = Simd<Arch>;
   const std::size_t dp = S::padded_dim(head_dim);
+  // The score pass writes S; scale-and-max and exp-and-sum each read and rewrite it; the blend
+  // reads it: 6 sweeps.
   return {.query_block = S::Br,
           .key_block = S::key_block(dp),
           .mr = S::MR,
           .nr = S::NR,
-          .padded_dim = dp};
+          .padded_dim = dp,
+          .score_sweeps = 6};
 }
 
 template <class Arch>
