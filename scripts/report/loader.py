@@ -39,6 +39,8 @@ COUNTERS = {
     "oracle_error_ratio": "oracle_error_ratio",  # the contenders' windows: worst |error| / bound
 }
 MEASURES = ("time_ms",) + tuple(COUNTERS.values())
+# Counters named `count_<name>` are the cost model's counts, constant over repetitions (Record.counts).
+COUNT_PREFIX = "count_"
 STATS = ("median", "mean", "cv")
 
 _STATUSES = ("skipped", "missing", "unsupported", "failed")
@@ -181,6 +183,13 @@ class Record:
     status: str = "measured"
     window: str = "matrix"  # the JSON's attnbench_window: "matrix", "contenders" or "python"
     pass_: str = "forward"  # the `pass` column: "forward", "backward" or "forward+backward"
+    # The cost model's counts of a forward point (counters `count_<name>`, src/forward_counts.hpp),
+    # as (name, value) pairs; empty for points and runs without them.
+    counts: tuple = ()
+
+    def count(self, name: str) -> float:
+        """One of the point's cost counts (`score_fmas`, `kv_stream_bytes`, ...), NaN if absent."""
+        return next((value for key, value in self.counts if key == name), math.nan)
 
     @property
     def point(self) -> tuple:
@@ -360,8 +369,11 @@ def _records_of(run: Run, benchmarks: list) -> list:
             reason = ""
             stats = _stats_from_aggregates(aggregates) if "median" in aggregates else _stats_from_repetitions(repetitions)
         count = int(entries[0].get("repetitions", len(repetitions) or len(errors) or 1))
+        source = aggregates.get("median") or (repetitions[0] if repetitions else {})
+        counts = tuple(sorted((key[len(COUNT_PREFIX):], float(value)) for key, value in source.items()
+                              if key.startswith(COUNT_PREFIX)))
         records.append(Record(run=run.index, name=name, repetitions=count, skipped=skipped,
-                              skip_reason=reason, status=status,
+                              skip_reason=reason, status=status, counts=counts,
                               window=str(run.context.get("attnbench_window", "matrix")), **columns, **stats))
     return records
 

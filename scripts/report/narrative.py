@@ -6,7 +6,7 @@ machine), narrative_concepts (the demos), narrative_time_memory (time, crossover
 narrative_throughput (GFLOP/s, winners, speedups, roofline, threads), narrative_shapes (causal,
 decoding, grouped-query), narrative_backward (the backward pass), narrative_decode (the decode
 window: decoding against a KV cache) and narrative_method (noise,
-skipped points, method). Every number they quote is computed by the analysis modules (analysis,
+skipped points, method), narrative_model (the cost model). Every number they quote is computed by the analysis modules (analysis,
 analysis_memory, analysis_throughput, analysis_backward, analysis_decode, analysis_demos), which the fig_* modules
 read too; the section modules only format and phrase it. Every section but the backward's, noise,
 skipped points and method reads the forward pass's points only.
@@ -20,6 +20,7 @@ import narrative_concepts
 import narrative_contenders
 import narrative_decode
 import narrative_method
+import narrative_model
 import narrative_overview
 import narrative_shapes
 import narrative_throughput
@@ -30,12 +31,14 @@ from loader import Table as Points
 
 
 def build(table: Points, figures: dict, demos: dict | None = None, windows: list | None = None,
-          decode=None, scaling_window=None) -> Document:
+          decode=None, scaling_window=None, model=None, phases=None) -> Document:
     """figures: {stem: FigureFile} as written by the fig_* modules; demos: demos.load()'s numbers
     (their figures in `figures` too) for the Concepts section, or None to leave it out; windows: the
     contenders' windows (loader.load_windows) for "Against the alternatives" and the headline; decode:
     the decode window (loader_decode.load_next_to) for "Decoding against a KV cache", or None;
-    scaling_window: the scaling window (scaling.load_next_to) for "Thread scaling in rounds", or None."""
+    scaling_window: the scaling window (scaling.load_next_to) for "Thread scaling in rounds", or None;
+    model: the cost model (model.build) for "Where the time goes: a cost model", or None; phases: the
+    phases window's points (model.load_phases) for its measured breakdown."""
     run = table.runs[0]
     ctx = run.context
     all_threads = analysis.threads_all(table)
@@ -73,6 +76,8 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
         narrative_throughput.thread_scaling(doc, matrix, figures, all_threads)
     if scaling_window is not None:
         scaling.section(doc, scaling_window)
+    if model is not None:
+        narrative_model.section(doc, model, table, figures, phases)
     if len(matrix.measured()):
         narrative_shapes.causal(doc, matrix, all_threads)
     else:

@@ -42,6 +42,8 @@ import fig_time  # noqa: E402
 import formatting  # noqa: E402
 import loader  # noqa: E402
 import loader_decode  # noqa: E402
+import fig_model  # noqa: E402
+import model as cost_model  # noqa: E402
 import scaling  # noqa: E402
 import narrative  # noqa: E402
 import render  # noqa: E402
@@ -76,10 +78,18 @@ def single_report(table: loader.Table, out_dir: Path) -> list:
         for module in DECODE_FIGURES:
             written = module.draw(decode, out_dir)
             figures[written.stem] = written
-    document = narrative.build(table, figures, concepts, windows, decode, load_scaling(table.runs[0].path))
+    model = cost_model.build(table)
+    extra = []
+    if model.predictions:  # the cost model: its figure and model.json
+        written = fig_model.draw(model, table, out_dir)
+        figures[written.stem] = written
+        extra.append(cost_model.write_json(model, out_dir))
+    phases = load_beside(cost_model.load_phases, table.runs[0], "the measured phases") or []
+    document = narrative.build(table, figures, concepts, windows, decode, load_scaling(table.runs[0].path), model,
+                               phases)
     md = render.write_markdown(document, out_dir)
     page = render.write_html(document, out_dir)
-    return [md, page] + [f for fig in figures.values() for f in (fig.png, fig.svg)]
+    return [md, page] + [f for fig in figures.values() for f in (fig.png, fig.svg)] + extra
 
 
 def load_beside(load, source, what: str):

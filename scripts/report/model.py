@@ -1,0 +1,496 @@
+"""The cost model: each forward point's time predicted from what the machine measured alone and what
+the point does, never from the point's own time.
+
+- What the machine measured (bench/machine_constants.hpp, in the run's JSON context): the SIMD
+  kernels' two products alone on one key block in L2 (FLOP/s per ISA and d), their softmax sweeps
+  alone on one score tile (seconds per score), the exp, the FMA rate per ISA, read bandwidth from
+  each cache level and from DRAM, and the cost of a parallel task and of starting a call on the pool.
+- What the point does (src/forward_counts.hpp, counters `count_*` written by the benchmark from the
+  kernel's own blocking): FMAs of each product, exps, scores swept, packed K/V bytes streamed per
+  query block, the score matrix's bytes (naive), packing bytes, tasks.
+
+A point's time is the sum of its phases, each priced by one constant:
+
+    products   (score_fmas + blend_fmas) x 2 / the products' FLOP/s
+    softmax    softmax_scores x the sweeps' seconds per score, plus the rescale exps (scalar exp)
+    K/V stream kv_stream_bytes / the read bandwidth of a working set of one head's packed K and V,
+               when that exceeds the L2 (from L2 the products' own constant already paid it); for
+               kernels without query blocks, which sweep K and V in order once per row, only what
+               the sweep adds beyond the work
+    scores     naive kernels, when a task's score matrix exceeds the L1 (the sweeps' constant was
+               measured on an L1 tile): what its sweeps (score_sweeps of them), at the bandwidth of
+               a set that size, add beyond the work of the pass that makes them (each pass streams
+               the matrix in order while it computes, and the prefetchers overlap the two: the score
+               pass writes S, the softmax passes read and rewrite it, the blend reads it)
+    packing    pack_bytes / the bandwidth of a set of that many bytes
+    Q and O    io_bytes, likewise
+    threads    the start of a call on the pool, and tasks x the cost of one, over the threads
+
+A set's bandwidth is that of the smallest measured sweep at least as large (the sweeps over half the
+L1, half the L2, and sets doubling from twice the L2 to the DRAM set): measured, because the level a
+set is really read from need not be the one the reported sizes say (a guest's L3).
+
+The sum, not the max: streaming K and V past the L2 is not hidden behind the products (a key block
+comes from beyond L2 while its first row group alone computes on it, the other groups then read it
+from L2). Sharing each key block among more query rows (Simd::query_block's comment gives the
+measurement) made one thread faster once a head's K and V outgrew the L2; had the stream overlapped
+the FMAs, fewer passes over K and V could not have shortened the call. On t threads the compute phases divide by the threads' share of the compute tasks
+(t, less the idle part of an unequal last round) and bandwidth beyond L2 scales as the measured DRAM
+sweep on t threads did.
+
+The SIMD kernels (and OpenBLAS's softmax) are priced with their own measured phases. The plain loops
+(scalar, auto-vectorised) and OpenBLAS's sgemm have no constant of their own: their products are priced
+at the FMA rate of their arithmetic (scalar multiply-add; for autovec the blend at the AVX2 FMA rate and
+the score's dot products, which the compiler may not reorder, scalar; the widest ISA for OpenBLAS)
+and the whole prediction is scaled by one factor per kernel, the median of measured over raw predicted
+time over its points with n >= 512: stated in the report beside the residuals.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loader import Record, Run, Table
+
+PHASES = ("products", "softmax", "K/V stream", "scores", "packing", "Q and O", "threads")
+MIN_N = 512  # the targets cover points with n >= 512
+SIMD_BAND, PLAIN_BAND = 0.15, 0.25  # |predicted / measured - 1| the model aims at
+MODEL_DIMS = (32, 64, 128, 256)  # the head dims the benchmark measures the phases at
+FILE_NAME = "model.json"
+FAST_SET_RATIO = 1.25  # a working set read this much faster than DRAM is still in a cache
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The run's measured constants (its JSON context); None where the run did not measure one."""
+
+    run: Run
+
+    def number(self, key: str) -> float | None:
+        value = self.run.context.get(key)
+        try:
+            value = float(value) if value is not None else None
+        except (TypeError, ValueError):
+            return None
+        return value if value is not None and math.isfinite(value) and value > 0 else None
+
+    @property
+    def measured(self) -> bool:
+        """Did the run measure the constants (runs before the cost model did not)?"""
+        return self.number("read_gbs_dram") is not None
+
+    def _per_d(self, stem: str, isa: str, d: int) -> float | None:
+        """The constant measured at d, or at the nearest head dim (in ratio) the run measured."""
+        for measured in sorted(MODEL_DIMS, key=lambda m: abs(math.log(m / d))):
+            value = self.number(f"{stem}_{isa}_d{measured}")
+            if value is not None:
+                return value
+        return None
+
+    def products_flops(self, isa: str, d: int) -> float | None:
+        return self._per_d("products_flops", isa, d)
+
+    def softmax_seconds(self, isa: str, d: int) -> float | None:
+        return self._per_d("softmax_s_per_score", isa, d)
+
+    def fma_flops(self, isa: str) -> float | None:
+        return self.number(f"fma_flops_{'avx2+fma' if isa == 'avx2' else isa}")
+
+    def widest_isa(self) -> str | None:
+        """The widest SIMD ISA whose phases the run measured."""
+        return next((isa for isa in ("avx512f", "avx2", "sse4.2")
+                     if self.number(f"exp_per_s_{isa}") is not None), None)
+
+    def beyond(self, nbytes: float, level: int) -> bool:
+        """Is a working set of `nbytes` larger than the cache at `level` the CPU reports?"""
+        size = self.run.cache_bytes(level)
+        return bool(size) and nbytes > size
+
+    def level(self, nbytes: float) -> str:
+        """The cache level a working set of `nbytes` fits in, by the sizes the CPU reports."""
+        for name, level in (("l1", 1), ("l2", 2), ("l3", 3)):
+            size = self.run.cache_bytes(level)
+            if size and nbytes <= size:
+                return name
+        return "dram"
+
+    def read_curve(self) -> list:
+        """(working-set bytes, one-thread GB/s) of every read sweep the run measured, by set size: the
+        L1 and L2 sets, the curve beyond L2 (`read_gbs_set_<bytes>`) and the DRAM set."""
+        points = []
+        for level in ("l1", "l2", "l3", "dram"):
+            size, gbs = self.number(f"read_set_bytes_{level}"), self.number(f"read_gbs_{level}")
+            if size and gbs:
+                points.append((size, gbs))
+        for key in self.run.context:
+            if key.startswith("read_gbs_set_") and key[len("read_gbs_set_"):].isdigit():
+                gbs = self.number(key)
+                if gbs:
+                    points.append((float(key[len("read_gbs_set_"):]), gbs))
+        return sorted(points)
+
+    def read_gbs(self, nbytes: float, threads: int) -> float | None:
+        """Read bandwidth for a working set of `nbytes` on `threads` threads: that of the smallest
+        measured set at least as large (the largest set's beyond them all); the private L1 and L2 add
+        up per core, beyond L2 as the DRAM sweep scaled from one thread to all."""
+        curve = self.read_curve()
+        if not curve:
+            return None
+        one = next((gbs for size, gbs in curve if size >= nbytes), curve[-1][1])
+        if threads == 1:
+            return one
+        l2 = self.run.cache_bytes(2)
+        if l2 and nbytes <= l2:
+            return one * threads
+        single, many = self.number("read_gbs_dram"), self.number(f"read_gbs_dram_threads_{threads}")
+        return one * (many / single) if single and many else one
+
+
+@dataclass
+class Prediction:
+    """One forward point, measured and predicted."""
+
+    record: Record
+    measured_s: float
+    predicted_s: float
+    phases: dict  # phase -> predicted seconds (before the kernel's factor)
+    factor: float = 1.0  # the kernel's calibration factor (1 for the SIMD kernels)
+    kv_level: str = ""
+    score_level: str = ""
+
+    @property
+    def error(self) -> float:
+        """predicted / measured - 1."""
+        return self.predicted_s / self.measured_s - 1.0
+
+    def share(self, phase: str) -> float:
+        total = sum(self.phases.values())
+        return self.phases.get(phase, 0.0) / total if total > 0 else math.nan
+
+    @property
+    def dominant(self) -> str:
+        return max(self.phases, key=self.phases.get)
+
+    @property
+    def band(self) -> float:
+        return SIMD_BAND if self.record.backend == "simd" else PLAIN_BAND
+
+    @property
+    def within_band(self) -> bool:
+        return abs(self.error) <= self.band
+
+
+def calibrated(r: Record) -> bool:
+    """Is the kernel priced by one factor fitted on its own points (not by phases of its own)?"""
+    return r.backend != "simd"
+
+
+def raw_phases(machine: Machine, r: Record) -> dict | None:
+    """The phases' predicted seconds of one forward point, or None when the point or the run lacks
+    what the model needs."""
+    if not r.counts or r.skipped:
+        return None
+    t = r.threads
+    widest = machine.widest_isa()
+    flops = 2.0 * (r.count("score_fmas") + r.count("blend_fmas"))
+    rescale_exps = max(0.0, r.count("exps") - r.count("softmax_scores"))
+    scalar_exp = machine.number("exp_per_s_scalar")
+    if r.backend == "simd":
+        rate, per_score = machine.products_flops(r.isa, r.d), machine.softmax_seconds(r.isa, r.d)
+    elif r.backend == "openblas":
+        rate = machine.fma_flops(widest) if widest else None
+        per_score = machine.softmax_seconds(widest, r.d) if widest else None
+    else:
+        rate = machine.fma_flops("scalar")
+        per_score = 1.0 / scalar_exp if scalar_exp else None
+    if not (rate and per_score and scalar_exp):
+        return None
+    if r.backend == "autovec":
+        # The compiler vectorises the blend (O += p V, no reduction) but not the score's dot products:
+        # a float sum may not be reordered without -ffast-math.
+        vector = machine.fma_flops("avx2")
+        if not vector:
+            return None
+        rate = flops / (2.0 * r.count("score_fmas") / rate + 2.0 * r.count("blend_fmas") / vector)
+    # t threads share equal compute tasks in rounds: the last round may leave some idle.
+    tasks = r.count("compute_tasks")
+    parallel = tasks / math.ceil(tasks / t) if t > 1 and tasks > 0 else float(t)
+    phases = {
+        "products": flops / rate / parallel,
+        "softmax": (r.count("softmax_scores") * per_score + rescale_exps / scalar_exp) / parallel,
+    }
+
+    def priced(nbytes: float, working_set: float) -> float:
+        gbs = machine.read_gbs(working_set, t)
+        return nbytes / (gbs * 1e9) if gbs else math.nan
+
+    kv_set = r.count("kv_head_bytes")
+    stream = priced(r.count("kv_stream_bytes"), kv_set) if machine.beyond(kv_set, 2) else 0.0
+    if r.count("query_block") <= 1:
+        # A kernel without query blocks sweeps K and V in order once per row while it computes:
+        # the prefetchers overlap the sweep with the work, and only what it adds beyond it counts.
+        stream = max(0.0, stream - phases["products"] - phases["softmax"])
+    phases["K/V stream"] = stream
+    score_set = r.count("score_bytes") > 0 and r.count("score_set_bytes")
+    if score_set and machine.beyond(score_set, 1):
+        # Each pass streams the score matrix in order while it computes, so the prefetchers overlap
+        # the two: a pass costs the larger of its work and its sweeps, and the phase is what the
+        # sweeps add beyond the work (score: the write of S; softmax: two sweeps read and rewrite
+        # it; blend: one read).
+        sweeps = r.count("score_sweeps")
+        if not sweeps > 2:  # a run from before the benchmark counted them (NaN), or no passes to price
+            return None
+        sweep = priced(r.count("score_bytes") / sweeps, score_set)
+        share = r.count("score_fmas") / (r.count("score_fmas") + r.count("blend_fmas"))
+        work = (phases["products"] * share, phases["softmax"], phases["products"] * (1 - share))
+        passes = (1, sweeps - 2, 1)  # the score pass's write, the softmax passes', the blend's read
+        phases["scores"] = sum(max(0.0, k * sweep - t_work) for k, t_work in zip(passes, work))
+    else:
+        phases["scores"] = 0.0
+    phases["packing"] = priced(r.count("pack_bytes"), r.count("pack_bytes"))
+    phases["Q and O"] = priced(r.count("io_bytes"), r.count("io_bytes"))
+    if t > 1:
+        start, task = machine.number(f"call_start_s_threads_{t}"), machine.number(f"task_s_threads_{t}")
+        phases["threads"] = (start or 0.0) + r.count("tasks") * (task or 0.0) / t
+    else:
+        phases["threads"] = 0.0
+    if any(not math.isfinite(v) for v in phases.values()):
+        return None
+    return phases
+
+
+@dataclass
+class Model:
+    """Every forward point the model prices, and the factors of the calibrated kernels."""
+
+    machine: Machine
+    predictions: list = field(default_factory=list)
+    factors: dict = field(default_factory=dict)  # kernel -> factor
+
+    def of_kernel(self, kernel: str) -> list:
+        return [p for p in self.predictions if p.record.kernel == kernel]
+
+    def targeted(self) -> list:
+        """The points the targets cover: n >= 512."""
+        return [p for p in self.predictions if p.record.n >= MIN_N]
+
+    def kernels(self) -> list:
+        seen = []
+        for p in self.predictions:
+            if p.record.kernel not in seen:
+                seen.append(p.record.kernel)
+        return seen
+
+    def find(self, kernel: str, n: int, d: int, threads: int) -> Prediction | None:
+        """The square one-head point (the matrix's, not causal) of that kernel, n, d and threads."""
+        return next((p for p in self.predictions if p.record.kernel == kernel and p.record.n == n
+                     and p.record.d == d and p.record.threads == threads and p.record.family == "matrix"
+                     and not p.record.causal), None)
+
+
+def build(table: Table) -> Model:
+    """The model of a run's forward points that carry counts (every shape: matrix, decode, GQA)."""
+    machine = Machine(table.runs[0])
+    model = Model(machine)
+    if not machine.measured:
+        return model
+    points = table.forward().measured().where(run=table.runs[0].index)
+    for r in points.sorted():
+        phases = raw_phases(machine, r)
+        if phases is not None and r.time_ms_median > 0:
+            raw = sum(phases.values())
+            model.predictions.append(Prediction(
+                r, r.time_ms_median / 1e3, raw, phases,
+                kv_level=machine.level(r.count("kv_head_bytes")),
+                score_level=machine.level(r.count("score_set_bytes")) if r.count("score_bytes") > 0 else ""))
+    for kernel in model.kernels():
+        mine = model.of_kernel(kernel)
+        if not calibrated(mine[0].record):
+            continue
+        fit_on = [p for p in mine if p.record.n >= MIN_N] or mine
+        factor = statistics.median(p.measured_s / p.predicted_s for p in fit_on)
+        model.factors[kernel] = factor
+        for p in mine:
+            p.factor = factor
+            p.predicted_s *= factor
+    return model
+
+
+@dataclass(frozen=True)
+class Residuals:
+    kernel: str
+    points: int
+    median_abs: float
+    worst: Prediction
+    outside: list  # targeted predictions outside the kernel's band
+
+
+def residuals(model: Model) -> list:
+    """Per kernel, over its points with n >= 512: median and worst |error|, and the points outside."""
+    out = []
+    for kernel in model.kernels():
+        mine = [p for p in model.targeted() if p.record.kernel == kernel]
+        if not mine:
+            continue
+        errors = [abs(p.error) for p in mine]
+        out.append(Residuals(kernel, len(mine), statistics.median(errors), max(mine, key=lambda p: abs(p.error)),
+                             [p for p in mine if not p.within_band]))
+    return out
+
+
+STALLED_SPEEDUP = 1.25  # a multithreaded point this little faster than its one-thread twin ...
+EXPECTED_SPEEDUP = 1.6  # ... where the model expects at least this, ran with a core taken
+
+
+def miss_reason(p: Prediction, model: Model | None = None) -> str:
+    """Why the model misses a point, in words: noise, a core the host took (a multithreaded call barely
+    faster than its one-thread twin where the model expects it much faster), or the phase the model
+    would have to misprice."""
+    cv = p.record.time_ms_cv
+    if math.isfinite(cv) and cv > 0.05:
+        return f"its repetitions spread (CV {100 * cv:.0f}%)"
+    r = p.record
+    one = model.find(r.kernel, r.n, r.d, 1) if model is not None and r.threads > 1 else None
+    if one is not None and r.family == "matrix" and not r.causal:
+        measured, predicted = one.measured_s / p.measured_s, one.predicted_s / p.predicted_s
+        if measured < STALLED_SPEEDUP and predicted > EXPECTED_SPEEDUP:
+            return (f"it ran only {measured:.2f}x faster than on one thread where the model expects "
+                    f"{predicted:.2f}x: a core was busy with something else")
+    side = "over" if p.error > 0 else "under"
+    return f"{side}-predicted; its largest phase is {p.dominant} ({100 * p.share(p.dominant):.0f}%)"
+
+
+def predicted_crossover(model: Model, tiled: str, naive: str, d: int, threads: int) -> float | None:
+    """The first n (interpolated in log n, as analysis.crossover does for the measured times) from which
+    the predicted tiled time stays below the predicted naive one: 0 when it does at every length both
+    were measured at, None when it never does from some length to the largest."""
+    pairs = []
+    for p in model.predictions:
+        r = p.record
+        if r.kernel == tiled and r.family == "matrix" and r.d == d and r.threads == threads and not r.causal:
+            other = model.find(naive, r.n, d, threads)
+            if other is not None and other.record.family == "matrix" and not other.record.causal:
+                pairs.append((r.n, other.predicted_s / p.predicted_s))
+    pairs.sort()
+    if not pairs or pairs[-1][1] <= 1:
+        return None
+    i = len(pairs) - 1
+    while i > 0 and pairs[i - 1][1] > 1:
+        i -= 1
+    if i == 0:
+        return 0.0
+    (n0, a0), (n1, a1) = pairs[i - 1], pairs[i]
+    t = math.log(a0) / (math.log(a0) - math.log(a1))
+    return math.exp(math.log(n0) + t * (math.log(n1) - math.log(n0)))
+
+
+def fast_set_bytes(machine: Machine) -> float | None:
+    """The largest working set the run's read sweeps still read FAST_SET_RATIO times faster than DRAM: where
+    this machine's caches end, measured (a guest's reported L3 need not be what it gets)."""
+    curve, dram = machine.read_curve(), machine.number("read_gbs_dram")
+    fast = [size for size, gbs in curve if dram and gbs >= FAST_SET_RATIO * dram]
+    return max(fast) if fast else None
+
+
+@dataclass(frozen=True)
+class CacheExit:
+    """Where a naive kernel's score matrix leaves the caches (one thread, one d): the first n the model
+    puts beyond fast_set_bytes, and the measured lengths between which its GFLOP/s falls most."""
+
+    kernel: str
+    d: int
+    predicted_n: int | None  # None: no measured n puts it there
+    fall_from: int | None
+    fall_to: int | None
+    fall: float  # GFLOP/s at fall_to over fall_from
+
+
+def cache_exits(model: Model) -> list:
+    limit = fast_set_bytes(model.machine)
+    out = []
+    if limit is None:
+        return out
+    for kernel in model.kernels():
+        if not kernel.startswith("naive/simd"):
+            continue
+        for d in sorted({p.record.d for p in model.of_kernel(kernel)}):
+            mine = sorted((p for p in model.of_kernel(kernel) if p.record.d == d and p.record.threads == 1
+                           and p.record.family == "matrix" and not p.record.causal), key=lambda p: p.record.n)
+            if len(mine) < 2:
+                continue
+            beyond = [p.record.n for p in mine if p.record.count("score_set_bytes") > limit]
+            falls = [(b.record.gflops_median / a.record.gflops_median, a.record.n, b.record.n)
+                     for a, b in zip(mine, mine[1:]) if a.record.gflops_median > 0]
+            falls = [f for f in falls if math.isfinite(f[0])]
+            if not falls:
+                continue
+            fall, n0, n1 = min(falls)
+            out.append(CacheExit(kernel, d, beyond[0] if beyond else None, n0, n1, fall))
+    return out
+
+
+PHASES_FILE = "phases.json"  # the phases window (attnbench_bench --phases), next to results.json
+MEASURED_PHASES = ("all", "score", "softmax", "blend", "pack")
+
+
+@dataclass(frozen=True)
+class MeasuredPhases:
+    """One point of the phases window: a tiled SIMD kernel's rows function over one n x n head on one
+    thread (`all`), and each phase timed alone in the same rounds (median ms per phase)."""
+
+    kernel: str
+    n: int
+    d: int
+    ms: dict  # phase -> median milliseconds
+    share: dict  # phase -> median over rounds of its time over the round's `all`
+
+
+def load_phases(run: Run) -> list:
+    """The phases window next to the run, [] when there is none. Raises ValueError naming the file
+    when it is not Google Benchmark JSON."""
+    path = run.path.parent / PHASES_FILE
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        benchmarks = data["benchmarks"]
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not the phases window's Google Benchmark JSON ({error})") from None
+    out = []
+    for entry in benchmarks:
+        if entry.get("aggregate_name") != "median" or entry.get("error_occurred"):
+            continue
+        match = re.match(r"phases/(.+)/n:(\d+)/d:(\d+)/", entry.get("run_name", ""))
+        if not match:
+            continue
+        out.append(MeasuredPhases(match.group(1), int(match.group(2)), int(match.group(3)),
+                                  {p: float(entry.get(f"ms_{p}", math.nan)) for p in MEASURED_PHASES},
+                                  {p: float(entry.get(f"share_{p}", math.nan)) for p in MEASURED_PHASES}))
+    return out
+
+
+def to_json(model: Model) -> dict:
+    """model.json: the constants' source, the factors, and per point the kernel, shape, threads,
+    measured and predicted seconds and each phase's share of the prediction."""
+    points = []
+    for p in model.predictions:
+        r = p.record
+        points.append({
+            "kernel": r.kernel, "family": r.family, "q_len": r.q_len, "kv_len": r.kv_len, "heads": r.heads,
+            "kv_heads": r.kv_heads, "d": r.d, "threads": r.threads, "causal": r.causal,
+            "measured_s": p.measured_s, "predicted_s": p.predicted_s, "error": p.error,
+            "factor": p.factor, "kv_level": p.kv_level, "score_level": p.score_level,
+            "phase_shares": {phase: p.share(phase) for phase in PHASES},
+        })
+    return {"run": model.machine.run.label, "factors": model.factors, "phases": list(PHASES),
+            "bands": {"simd": SIMD_BAND, "other": PLAIN_BAND, "min_n": MIN_N}, "points": points}
+
+
+def write_json(model: Model, out_dir: Path) -> Path:
+    path = Path(out_dir) / FILE_NAME
+    path.write_text(json.dumps(to_json(model), indent=1) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,174 @@
+"""model.py: the cost model's prices of hand-made points under a hand-made machine (round constants,
+so every expected second is worked out by hand), the calibrated kernels' factor, the residuals and
+misses, the predicted crossover, model.json, and the report section built from them."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import tempfile
+import unittest
+from pathlib import Path
+
+import support
+import model as cost_model
+
+KiB, MiB = 1024, 1024 * 1024
+MACHINE = {
+    "host_name": "synthetic", "num_cpus": 2, "threads_all": "2",
+    "caches": [{"level": 1, "type": "Data", "size": 32 * KiB}, {"level": 2, "type": "Unified", "size": 1 * MiB},
+               {"level": 3, "type": "Unified", "size": 32 * MiB}],
+    "products_flops_avx2_d64": "1e11", "softmax_s_per_score_avx2_d64": "1e-9", "exp_per_s_avx2": "2e9",
+    "fma_flops_avx2+fma": "2e11", "fma_flops_scalar": "1e10", "exp_per_s_scalar": "1e9",
+    "read_gbs_l1": "200", "read_gbs_l2": "100", "read_gbs_l3": "50", "read_gbs_dram": "10",
+    "read_set_bytes_l1": str(16 * KiB), "read_set_bytes_l2": str(512 * KiB), "read_set_bytes_l3": str(8 * MiB),
+    "read_set_bytes_dram": str(256 * MiB),
+    "read_gbs_dram_threads_2": "15", "task_s_threads_2": "1e-6", "call_start_s_threads_2": "1e-5",
+}
+COUNTS = {"score_fmas": 1e9, "blend_fmas": 1e9, "exps": 1.001e6, "softmax_scores": 1e6, "kv_stream_bytes": 1e8,
+          "kv_head_bytes": 1e5, "pack_bytes": 1e5, "io_bytes": 1e4, "score_sweeps": 6, "score_bytes": 0,
+          "score_set_bytes": 0,
+          "tasks": 0, "query_block": 48, "key_block": 512}
+# What COUNTS cost on one thread: products 4e9 / 1e11; softmax 1e6 x 1e-9 + 1e3 rescale exps / 1e9;
+# packing and Q, O from L1 (their bytes fit it); K and V of a head in L2: no stream phase.
+PRODUCTS, SOFTMAX = 0.04, 1e-3 + 1e-6
+PACKING, IO = 1e5 / 100e9, 1e4 / 200e9
+
+
+def point(kernel: str, n: int, ms: float, threads: int = 1, d: int = 64, **counts) -> tuple:
+    merged = dict(COUNTS, **counts)
+    return (f"{kernel}/n:{n}/d:{d}/threads:{threads}/causal:0", ms, {f"count_{k}": v for k, v in merged.items()})
+
+
+def build(points, context=MACHINE):
+    return cost_model.build(support.load_points(points, context))
+
+
+class Prices(unittest.TestCase):
+    def test_every_phase_of_a_simd_point(self):
+        (p,) = build([point("tiled/simd/avx2", 1024, 50.0)]).predictions
+        self.assertAlmostEqual(p.phases["products"], PRODUCTS)
+        self.assertAlmostEqual(p.phases["softmax"], SOFTMAX)
+        self.assertEqual(p.phases["K/V stream"], 0.0)  # the head's K and V sit in L2
+        self.assertAlmostEqual(p.phases["packing"], PACKING)  # 100 kB: beyond L1, in L2
+        self.assertAlmostEqual(p.predicted_s, sum(p.phases.values()))
+        self.assertAlmostEqual(p.error, p.predicted_s / 0.05 - 1)
+        self.assertEqual(p.dominant, "products")
+
+    def test_a_stream_beyond_l2_at_that_levels_bandwidth_and_threads(self):
+        one, two = build([point("tiled/simd/avx2", 1024, 50.0, kv_head_bytes=64 * MiB),
+                          point("tiled/simd/avx2", 1024, 30.0, threads=2, kv_head_bytes=8 * MiB, tasks=100)]).predictions
+        self.assertAlmostEqual(one.phases["K/V stream"], 1e8 / 10e9)  # beyond L3: DRAM, 10 GB/s
+        self.assertEqual(one.kv_level, "dram")
+        self.assertAlmostEqual(two.phases["K/V stream"], 1e8 / (50e9 * 1.5))  # L3, scaled as DRAM did
+        self.assertAlmostEqual(two.phases["products"], PRODUCTS / 2)
+        self.assertAlmostEqual(two.phases["threads"], 1e-5 + 100 * 1e-6 / 2)
+
+    def test_naive_score_sweeps_beyond_l1_count_what_they_add_beyond_each_pass(self):
+        # Six sweeps of 1e8 bytes from a 4 MiB set (50 GB/s): 2 ms each. The score and blend passes
+        # (0.02 s of products each) hide theirs; the softmax's four (8 ms) exceed its work.
+        big, small = build([point("naive/simd/avx2", 1024, 50.0, score_bytes=6e8, score_set_bytes=4 * MiB),
+                            point("naive/simd/avx2", 2048, 50.0, score_bytes=6e8, score_set_bytes=16 * KiB)]).predictions
+        self.assertAlmostEqual(big.phases["scores"], 4 * 2e-3 - SOFTMAX)
+        self.assertEqual(big.score_level, "l3")
+        self.assertEqual(small.phases["scores"], 0.0)  # in L1: inside the sweeps' own constant
+
+    def test_a_kernel_without_query_blocks_overlaps_its_stream(self):
+        (p,) = build([point("naive/scalar", 1024, 50.0, query_block=1, kv_head_bytes=64 * MiB,
+                            kv_stream_bytes=1e10)]).predictions
+        work = 4e9 / 1e10 + SOFTMAX  # scalar products, scalar exps
+        self.assertAlmostEqual(p.phases["K/V stream"], 1e10 / 10e9 - work)
+
+    def test_plain_kernels_get_one_factor_fitted_on_their_points(self):
+        raw = 4e9 / 1e10 + 1.001e6 / 1e9 + PACKING + IO  # scalar products, scalar exps
+        m = build([point("tiled/scalar", 512, 2e3 * raw), point("tiled/scalar", 1024, 2e3 * raw),
+                   point("tiled/scalar", 2048, 3e3 * raw), point("tiled/scalar", 256, 10e3 * raw)])
+        self.assertAlmostEqual(m.factors["tiled/scalar"], 2.0, places=2)  # the median over n >= 512
+        errors = sorted(round(p.error, 2) for p in m.predictions)
+        self.assertEqual(errors, [-0.8, -0.33, 0.0, 0.0])
+
+    def test_runs_without_the_constants_are_not_modelled(self):
+        self.assertEqual(build([point("tiled/simd/avx2", 1024, 50.0)], {"num_cpus": 2}).predictions, [])
+        bare = ("tiled/simd/avx2/n:1024/d:64/threads:1/causal:0", 50.0, {})
+        self.assertEqual(build([bare]).predictions, [])
+
+
+class Residuals(unittest.TestCase):
+    def test_median_worst_and_the_points_outside_the_band(self):
+        exact = 1e3 * (PRODUCTS + SOFTMAX + PACKING + IO)
+        m = build([point("tiled/simd/avx2", 512, exact), point("tiled/simd/avx2", 1024, exact * 1.1),
+                   point("tiled/simd/avx2", 2048, exact / 0.7), point("tiled/simd/avx2", 256, exact * 3)])
+        (r,) = cost_model.residuals(m)
+        self.assertEqual(r.points, 3)  # n = 256 is not targeted
+        self.assertEqual(r.worst.record.n, 2048)
+        self.assertEqual([p.record.n for p in r.outside], [2048])
+        self.assertIn("under-predicted", cost_model.miss_reason(r.outside[0]))
+        self.assertIn("products", cost_model.miss_reason(r.outside[0]))
+
+    def test_a_two_thread_point_no_faster_than_one_thread_is_named(self):
+        exact = 1e3 * (PRODUCTS + SOFTMAX + PACKING + IO)
+        m = build([point("tiled/simd/avx2", 1024, exact), point("tiled/simd/avx2", 1024, exact, threads=2)])
+        two = m.find("tiled/simd/avx2", 1024, 64, 2)
+        self.assertFalse(two.within_band)  # predicted about half the measured time
+        self.assertIn("only 1.00x faster than on one thread", cost_model.miss_reason(two, m))
+        self.assertIn("under-predicted", cost_model.miss_reason(two))  # without the model to compare
+
+    def test_predicted_crossover_interpolates_in_log_n(self):
+        # tiled's predicted time is the same everywhere; naive's the products times n / 1024
+        points = [point("tiled/simd/avx2", n, 10.0, score_fmas=1e9, blend_fmas=1e9) for n in (512, 1024, 2048)]
+        points += [point("naive/simd/avx2", n, 10.0, score_fmas=1e9 * n / 1024, blend_fmas=1e9 * n / 1024)
+                   for n in (512, 2048)]
+        m = build(points)
+        crossing = cost_model.predicted_crossover(m, "tiled/simd/avx2", "naive/simd/avx2", 64, 1)
+        self.assertTrue(512 < crossing < 2048)
+        self.assertIsNone(cost_model.predicted_crossover(m, "naive/simd/avx2", "tiled/simd/avx2", 64, 1))
+        # naive priced above tiled at both lengths: faster everywhere, said as 0
+        slow = build([point("tiled/simd/avx2", n, 10.0) for n in (512, 2048)]
+                     + [point("naive/simd/avx2", n, 10.0, score_fmas=2e9) for n in (512, 2048)])
+        self.assertEqual(cost_model.predicted_crossover(slow, "tiled/simd/avx2", "naive/simd/avx2", 64, 1), 0.0)
+
+
+class CacheExits(unittest.TestCase):
+    def test_predicted_and_measured_exit_of_the_score_matrix(self):
+        # The sweeps read 8 MiB at 50 GB/s, 5x DRAM's 10: the fast sets end there. A naive kernel's
+        # 16 MiB score matrix at n = 2048 is beyond; its GFLOP/s (support: 1 / ms) falls most from 1024.
+        m = build([point("naive/simd/avx2", 512, 1.0, score_set_bytes=1 * MiB),
+                   point("naive/simd/avx2", 1024, 1.1, score_set_bytes=4 * MiB),
+                   point("naive/simd/avx2", 2048, 2.0, score_set_bytes=16 * MiB)])
+        self.assertEqual(cost_model.fast_set_bytes(m.machine), 8 * MiB)
+        (e,) = cost_model.cache_exits(m)
+        self.assertEqual((e.kernel, e.d, e.predicted_n, e.fall_from, e.fall_to), ("naive/simd/avx2", 64, 2048, 1024, 2048))
+        self.assertAlmostEqual(e.fall, 1.1 / 2.0)
+
+
+class Output(unittest.TestCase):
+    def test_model_json_and_the_report_section(self):
+        import report
+
+        folder = Path(tempfile.mkdtemp(prefix="attnbench-model-", dir=support.output_root()))
+        benchmarks = []
+        for kernel in ("tiled/simd/avx2", "naive/simd/avx2"):
+            for n in (512, 1024, 4096):
+                name, ms, counters = point(kernel, n, 45.0 * n / 1024)
+                flops = 4.0 * n * n * 64  # what the other sections read (the roofline among them)
+                counters.update({"flops_per_call": flops, "bytes_moved": 16.0 * n * 64, "GFLOP/s": flops / ms / 1e6})
+                benchmarks += support.benchmark_entries(name, [ms * 0.99, ms, ms * 1.01], counters=counters)
+        support.write_results(folder, benchmarks, MACHINE)
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(report.main([str(folder)]), 0)
+        data = json.loads((folder / cost_model.FILE_NAME).read_text())
+        self.assertEqual(len(data["points"]), 6)
+        first = data["points"][0]
+        self.assertEqual(set(first["phase_shares"]), set(cost_model.PHASES))
+        self.assertAlmostEqual(sum(first["phase_shares"].values()), 1.0)
+        self.assertTrue(math.isclose(first["error"], first["predicted_s"] / first["measured_s"] - 1))
+        text = (folder / "report.md").read_text()
+        self.assertIn("## Where the time goes: a cost model", text)
+        self.assertIn("fig13_model.png", text)
+        self.assertIn("Where `tiled/simd/avx2`'s time goes at n = 4096", text)
+        self.assertTrue((folder / "fig13_model.svg").is_file())
+
+
+if __name__ == "__main__":
+    unittest.main()
