@@ -16,10 +16,12 @@
 #include <vector>
 
 #include "attnbench.hpp"
+#include "bench_inputs.hpp"
 #include "ceilings.hpp"
 #include "kernels/common.hpp"
 #include "kernels/kernel_interface.hpp"
 #include "large_blocks.hpp"  // allocate_large_block
+#include "packed_head.hpp"
 
 namespace attnbench::bench {
 namespace {
@@ -171,34 +173,18 @@ struct PhaseRates {
 };
 
 PhaseRates measure_phases(const kernels::SimdTable& table, std::size_t d) {
-  const kernels::KernelCode& code = table.tiled[static_cast<std::size_t>(KvType::f32)];
-  const kernels::ForwardBlocking b = code.forward.blocking(d);
+  const kernels::ForwardBlocking b =
+      table.tiled[static_cast<std::size_t>(KvType::f32)].forward.blocking(d);
   const std::size_t rows = b.query_block, keys = b.key_block;
-  std::vector<float> q(rows * d), o(rows * d), k(keys * d), v(keys * d);
-  for (std::size_t i = 0; i < q.size(); ++i) q[i] = float(i % 7) * 0.1f - 0.3f;
-  for (std::size_t i = 0; i < k.size(); ++i) k[i] = v[i] = float(i % 5) * 0.1f - 0.2f;
-  std::size_t packed_size = code.packing.bytes(keys, d);
-  std::unique_ptr<void, decltype(&std::free)> packed(driver::allocate_large_block(packed_size),
-                                                     &std::free);
-  code.packing.pack(k.data(), v.data(), keys, d, 0, keys, packed.get());
-  const kernels::HeadProblem head{.q = q.data(),
-                                  .k = k.data(),
-                                  .v = v.data(),
-                                  .o = o.data(),
-                                  .q_len = rows,
-                                  .kv_len = keys,
-                                  .head_dim = d,
-                                  .scale = 0.125f,
-                                  .causal = false,
-                                  .kv_packed = packed.get(),
-                                  .kv_capacity = keys,
-                                  .head_rows = rows};
+  const PackedHead problem(table, random_tensor(rows * d, 50).data(),
+                           random_tensor(keys * d, 51).data(), random_tensor(keys * d, 52).data(),
+                           rows, keys, d);
   Workspace ws;
   auto seconds_per_call = [&](kernels::ComputeRows phase) {
     return 1.0 / best_rate(3, 0.05, [&] {
              Workspace::Scope scope(ws);
-             phase(head, kernels::RowRange{0, rows}, ws);
-             sink = o[0];
+             phase(problem.head(), kernels::RowRange{0, rows}, ws);
+             sink = problem.output()[0];
              return 1.0;
            });
   };

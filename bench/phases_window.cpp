@@ -5,16 +5,13 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
-#include <cmath>
-#include <cstdlib>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "attnbench.hpp"
 #include "bench_inputs.hpp"
 #include "kernels/kernel_interface.hpp"
-#include "large_blocks.hpp"
+#include "packed_head.hpp"
 #include "window_support.hpp"
 
 namespace attnbench::bench {
@@ -46,48 +43,25 @@ void run_phases(benchmark::State& state, const Kernel* kernel, std::size_t n, st
                 double seconds, std::size_t min_rounds) {
   try {
     const kernels::SimdTable& table = *table_of(*kernel);
-    const kernels::KernelCode& code = table.tiled[static_cast<std::size_t>(KvType::f32)];
     const Shape shape{1, 1, 1, n, n, d};
-    const std::vector<float>& q = random_tensor(shape.q_elements(), 40);
-    const std::vector<float>& k = random_tensor(shape.kv_elements(), 41);
-    const std::vector<float>& v = random_tensor(shape.kv_elements(), 42);
-    std::vector<float> o(shape.q_elements());
-    std::size_t packed_size = code.packing.bytes(n, d);
-    std::unique_ptr<void, decltype(&std::free)> packed(driver::allocate_large_block(packed_size),
-                                                       &std::free);
-    const kernels::HeadProblem head{.q = q.data(),
-                                    .k = k.data(),
-                                    .v = v.data(),
-                                    .o = o.data(),
-                                    .q_len = n,
-                                    .kv_len = n,
-                                    .head_dim = d,
-                                    .scale = 1.0f / std::sqrt(float(d)),
-                                    .causal = false,
-                                    .kv_packed = packed.get(),
-                                    .kv_capacity = n,
-                                    .head_rows = n};
+    PackedHead problem(table, random_tensor(shape.q_elements(), 40).data(),
+                       random_tensor(shape.kv_elements(), 41).data(),
+                       random_tensor(shape.kv_elements(), 42).data(), n, n, d);
     Workspace ws;
-    auto pack = [&] {
-      for (std::size_t first = 0; first < n; first += kernels::kPackKeys)
-        code.packing.pack(k.data() + first * d, v.data() + first * d, n, d, first,
-                          std::min(first + kernels::kPackKeys, n), packed.get());
-    };
-    const kernels::ComputeRows rows[] = {code.forward.rows, table.phases.score,
+    const kernels::ComputeRows rows[] = {problem.code().forward.rows, table.phases.score,
                                          table.phases.softmax, table.phases.blend};
     using clock = std::chrono::steady_clock;
     auto call = [&](std::size_t phase) {
       const auto a = clock::now();
       if (phase == kPhaseCount - 1) {
-        pack();
+        problem.pack();
       } else {
         Workspace::Scope scope(ws);
-        rows[phase](head, kernels::RowRange{0, n}, ws);
+        rows[phase](problem.head(), kernels::RowRange{0, n}, ws);
       }
-      benchmark::DoNotOptimize(o.data());
+      benchmark::DoNotOptimize(problem.output());
       return std::chrono::duration<double>(clock::now() - a).count();
     };
-    pack();
     for (std::size_t p = 0; p < kPhaseCount; ++p) call(p);  // warm
     std::vector<double> times[kPhaseCount], shares[kPhaseCount];
     for (auto _ : state) {

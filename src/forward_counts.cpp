@@ -69,7 +69,6 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
         if (kernel.strategy == Strategy::tiled) {  // the rescale factor of each row and key block
           const double key_blocks = double(blocks(last_key, b.key_block));
           c.exps += copies * double(br) * key_blocks;
-          c.rescale_floats += copies * double(br) * key_blocks * double(dp);
         }
         for (std::size_t g = 0; g < br; g += b.mr) {
           const std::size_t mr = std::min(b.mr, br - g);
@@ -115,7 +114,6 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
   }
   c.key_block = std::min(b.key_block, shape.kv_len);
   c.kv_head_bytes = double(shape.kv_len) * key_bytes;
-  c.kv_block_bytes = double(c.key_block) * key_bytes;
   if (packs) {
     c.pack_bytes = 2.0 * double(shape.kv_elements()) * 4.0 +
                    double(kernels::packed_bytes(code->packing, shape));

@@ -21,18 +21,12 @@ struct ForwardCounts {
   double exps = 0;
   // Scores the softmax's other sweep reads and writes (scale and running max): one per pair.
   double softmax_scores = 0;
-  // Tiled kernels: accumulator floats rescaled by exp(m_old - m_new), at most one per row, key
-  // block and padded d; an upper bound, as a block whose max does not grow the row's is not
-  // rescaled.
-  double rescale_floats = 0;
   // Packed K and V bytes the products read, summed over query blocks: K and V stream past once
   // per query block of Br rows (once per row for kernels that have no blocks), K for the keys the
   // block scores, V for those it blends.
   double kv_stream_bytes = 0;
-  // The packed K and V of one key/value head, and of one key block: the working sets the stream
-  // is read from (the cache level that holds them prices it).
+  // The packed K and V of one key/value head: the working set the stream is read from.
   double kv_head_bytes = 0;
-  double kv_block_bytes = 0;
   // Naive kernels: the sweeps their passes make of the materialised score matrix
   // (ForwardBlocking::score_sweeps: the score pass's write, each pass's reads and writes, the
   // blend's read), the bytes those sweeps move, and the score matrix one task holds at a time.
