@@ -85,11 +85,12 @@ struct PartialRows {
 // ---------------------------------------------------------------------------------------------
 
 // Query rows per parallel task when a call runs on more than one thread (one thread takes each
-// head whole): the SIMD kernels' query block Br (8 groups of 6 rows). Small enough that a single
-// head of moderate length makes many tasks, so work stealing balances two threads to within one
-// block; large enough that a task's work (48 x kv_len x d x 4 FLOPs) dwarfs the cost of
-// scheduling it. Kernels whose rounding depends on how rows are grouped (naive/openblas) group
-// them in blocks that divide it, so a row's result is the same for every thread count.
+// head whole): the SIMD kernels' query block Br (8 groups of 6 rows, 4 of 12 with AVX-512). Small
+// enough that a single head of moderate length makes many tasks, so work stealing balances two
+// threads to within one block; large enough that a task's work (48 x kv_len x d x 4 FLOPs) dwarfs
+// the cost of scheduling it. Kernels whose rounding depends on how rows are grouped
+// (naive/openblas) group them in blocks that divide it, so a row's result is the same for every
+// thread count.
 inline constexpr std::size_t kRowsPerTask = 48;
 
 // Keys per packing task: a multiple of every packed panel's width, so tasks write whole panels

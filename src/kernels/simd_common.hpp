@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/common.hpp"
 #include "kernels/storage.hpp"
@@ -31,15 +32,21 @@ struct Simd {
   static constexpr std::size_t W = batch::size;  // float lanes per vector
 
   // The micro-tile: MR query rows x NR keys (for S = Q K^T) or MR rows x NR output columns (for
-  // O += P V). 6 x 2 vectors keeps 12 accumulators in registers, plus 2 for the streamed vectors
-  // and 1 for the broadcast: 15 of AVX2's 16 registers. 12 independent FMA chains also cover the
-  // FMA latency (4 cycles) times the 2 FMA ports with room to spare, so the loop is FMA-bound.
-  static constexpr std::size_t MR = 6;
+  // O += P V), NR = 2 vectors. Each step of a product loads the tile's 2 K (or V) vectors, from
+  // L2 (a key block lives there, not in L1) and feeds them to MR rows: MR sets the L2 bytes per
+  // FMA. AVX2 and SSE have 16 registers: 6 rows keep 12 accumulators, plus 2 for the streamed
+  // vectors and 1 for the broadcast. AVX-512 has 32, and its vectors are twice as wide, so at 6
+  // rows it would need twice AVX2's L2 bytes per cycle: 12 rows keep 24 accumulators (27 of 32
+  // registers with the streamed vectors and the broadcast), the same bytes per FMA lane as AVX2's
+  // 6 rows (the README's kernel section has the measurement). 12 or 24
+  // independent FMA chains cover the FMA latency (4 cycles) times 2 FMA ports.
+  static constexpr std::size_t MR = W == 16 ? 12 : 6;
   static constexpr std::size_t NR = 2 * W;
 
-  // Br = 48 query rows (8 row groups): the naive and backward kernels' query block, and the
+  // Br = 48 query rows (8 or 4 row groups): the naive and backward kernels' query block, and the
   // smallest of the tiled forward's (query_block below).
-  static constexpr std::size_t Br = 8 * MR;
+  static constexpr std::size_t Br = 48;
+  static_assert(Br % MR == 0, "a query block must be whole row groups");
   static_assert(kRowsPerTask % Br == 0, "a parallel task must be whole query blocks");
 
   // The tiled forward's query block: the rows that share each key block while it sits in L2, so
@@ -61,7 +68,7 @@ struct Simd {
   // Bc: the key block's K^T and V (about 8 x d bytes per key) take at most half the L2 this CPU
   // reports (sysconf; 512 KiB if it reports none), leaving the rest for the accumulator, the Q
   // rows and the score tile. Larger blocks mean fewer max/rescale steps per row; capped at 512
-  // keys, where a 6 x Bc score tile (12 KiB) still sits in a 32 KiB L1 next to the streamed
+  // keys, where an MR x Bc score tile (12 or 24 KiB) still sits in a 32 KiB L1 next to the streamed
   // panels. A multiple of NR. The block depends on d and the cache only, never on threads.
   static constexpr std::size_t kMaxKeyBlock = 512;
   // Every block key_block() returns is kMaxKeyBlock halved some times, down to NR at the least:
@@ -240,19 +247,19 @@ struct Simd {
   static void score_tile(const float* q, std::size_t d, const T* panel, float* s,
                          std::size_t s_stride) {
     batch acc[R][2];
-#pragma GCC unroll 6
+#pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = batch(0.0f);
     for (std::size_t c = 0; c < d; ++c) {
       const batch k0 = load_kv(panel + c * NR);
       const batch k1 = load_kv(panel + c * NR + W);
-#pragma GCC unroll 6
+#pragma GCC unroll 16
       for (std::size_t r = 0; r < R; ++r) {
         const batch a(q[r * d + c]);
         acc[r][0] = xsimd::fma(a, k0, acc[r][0]);
         acc[r][1] = xsimd::fma(a, k1, acc[r][1]);
       }
     }
-#pragma GCC unroll 6
+#pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) {
       acc[r][0].store_aligned(s + r * s_stride);
       acc[r][1].store_aligned(s + r * s_stride + W);
@@ -268,7 +275,7 @@ struct Simd {
                          std::size_t keys, const float* alpha, float* o, std::size_t o_stride,
                          std::size_t p_step = 1) {
     batch acc[R][NV];
-#pragma GCC unroll 6
+#pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) {
 #pragma GCC unroll 2
       for (std::size_t x = 0; x < NV; ++x) {
@@ -280,7 +287,7 @@ struct Simd {
       batch vj[NV];
 #pragma GCC unroll 2
       for (std::size_t x = 0; x < NV; ++x) vj[x] = load_kv(v + j * v_stride + x * W);
-#pragma GCC unroll 6
+#pragma GCC unroll 16
       for (std::size_t r = 0; r < R; ++r) {
         const batch a(p[r * p_stride + j * p_step]);
 #pragma GCC unroll 2
@@ -288,25 +295,29 @@ struct Simd {
           acc[r][x] = xsimd::fma(a, vj[x], acc[r][x]);  // O += P V
       }
     }
-#pragma GCC unroll 6
+#pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) {
 #pragma GCC unroll 2
       for (std::size_t x = 0; x < NV; ++x) acc[r][x].store_aligned(o + r * o_stride + x * W);
     }
   }
 
-  // score_tile for 1..MR rows, the count known only at run time (edge tiles).
+  // f(std::integral_constant<std::size_t, rows>{}) for rows in 1..MR, known only at run time
+  // (edge tiles): one instance of the micro-kernel per row count.
+  template <class F, std::size_t... R>
+  static void with_rows(std::size_t rows, F&& f, std::index_sequence<R...>) {
+    ((rows == R + 1 ? (f(std::integral_constant<std::size_t, R + 1>{}), true) : false) || ...);
+  }
+  template <class F>
+  static void with_rows(std::size_t rows, F&& f) {
+    with_rows(rows, f, std::make_index_sequence<MR>{});
+  }
+
+  // score_tile for 1..MR rows.
   template <class T>
   static void score_rows(std::size_t rows, const float* q, std::size_t d, const T* panel, float* s,
                          std::size_t s_stride) {
-    switch (rows) {
-      case 6: return score_tile<6>(q, d, panel, s, s_stride);
-      case 5: return score_tile<5>(q, d, panel, s, s_stride);
-      case 4: return score_tile<4>(q, d, panel, s, s_stride);
-      case 3: return score_tile<3>(q, d, panel, s, s_stride);
-      case 2: return score_tile<2>(q, d, panel, s, s_stride);
-      default: return score_tile<1>(q, d, panel, s, s_stride);
-    }
+    with_rows(rows, [&](auto r) { score_tile<decltype(r)::value>(q, d, panel, s, s_stride); });
   }
 
   // NOTE: keys in runs of kBlendKeys, every column tile over one run before the next, so that the
@@ -337,14 +348,9 @@ struct Simd {
   static void blend_rows(std::size_t rows, const float* p, std::size_t p_stride, const T* v,
                          std::size_t dp, std::size_t keys, const float* alpha, float* o,
                          std::size_t p_step = 1) {
-    switch (rows) {
-      case 6: return blend_columns<6>(p, p_stride, v, dp, keys, alpha, o, p_step);
-      case 5: return blend_columns<5>(p, p_stride, v, dp, keys, alpha, o, p_step);
-      case 4: return blend_columns<4>(p, p_stride, v, dp, keys, alpha, o, p_step);
-      case 3: return blend_columns<3>(p, p_stride, v, dp, keys, alpha, o, p_step);
-      case 2: return blend_columns<2>(p, p_stride, v, dp, keys, alpha, o, p_step);
-      default: return blend_columns<1>(p, p_stride, v, dp, keys, alpha, o, p_step);
-    }
+    with_rows(rows, [&](auto r) {
+      blend_columns<decltype(r)::value>(p, p_stride, v, dp, keys, alpha, o, p_step);
+    });
   }
 
   // The keys [j0, j0 + bc) that each of the mr rows starting at query row i sees:
@@ -414,6 +420,9 @@ struct Simd {
     poly = xsimd::fma(poly, r, batch(1.6666665459e-1f));
     poly = xsimd::fma(poly, r, batch(5.0000001201e-1f));
     const batch exp_r = xsimd::fma(poly, r * r, r + batch(1.0f));
+    if constexpr (W == 16) {  // AVX-512: vscalefps makes exp_r x 2^n in one step, as exactly
+      return xsimd::select(x < batch(-87.0f), batch(0.0f), batch(_mm512_scalef_ps(exp_r, n)));
+    }
     const ibatch biased = xsimd::to_int(n) + ibatch(127);  // 2^n: n + 127 in the exponent field
     const batch two_n = xsimd::bitwise_cast<batch>(biased << 23);
     return xsimd::select(x < batch(-87.0f), batch(0.0f), exp_r * two_n);
