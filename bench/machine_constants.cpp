@@ -166,27 +166,50 @@ double call_start_seconds(std::size_t threads) {
 // The tiled forward's phases alone (SimdTable::phases) on one block: the Br query rows and Bc keys
 // its blocking gives head dim d, K and V packed (in L2, as the kernel keeps a key block). FLOP/s of
 // the two products (the score and the blend variants, timed in turn), and seconds per score of the
-// softmax's sweeps.
+// softmax's sweeps. With `threads` > 1, every thread runs the same on a block of its own at once,
+// and the rates are per thread: what a core gets while the others compute too (their caches,
+// clocks and the host's other tenants shared), the price of a compute task on a t-thread call.
 struct PhaseRates {
   double products_flops;
   double softmax_seconds_per_score;
 };
 
-PhaseRates measure_phases(const kernels::SimdTable& table, std::size_t d) {
+PhaseRates measure_phases(const kernels::SimdTable& table, std::size_t d, std::size_t threads) {
   const kernels::ForwardBlocking b =
       table.tiled[static_cast<std::size_t>(KvType::f32)].forward.blocking(d);
   const std::size_t rows = b.query_block, keys = b.key_block;
-  const PackedHead problem(table, random_tensor(rows * d, 50).data(),
-                           random_tensor(keys * d, 51).data(), random_tensor(keys * d, 52).data(),
-                           rows, keys, d);
-  Workspace ws;
+  const std::vector<float> q = random_tensor(rows * d, 50), k = random_tensor(keys * d, 51),
+                           v = random_tensor(keys * d, 52);
+  std::vector<std::unique_ptr<PackedHead>> problems;
+  std::vector<Workspace> ws(threads);
+  for (std::size_t t = 0; t < threads; ++t) {
+    problems.push_back(
+        std::make_unique<PackedHead>(table, q.data(), k.data(), v.data(), rows, keys, d));
+  }
   auto seconds_per_call = [&](kernels::ComputeRows phase) {
-    return 1.0 / best_rate(3, 0.05, [&] {
-             Workspace::Scope scope(ws);
-             phase(problem.head(), kernels::RowRange{0, rows}, ws);
-             sink = problem.output()[0];
-             return 1.0;
-           });
+    auto once = [&](std::size_t t) {
+      Workspace::Scope scope(ws[t]);
+      phase(problems[t]->head(), kernels::RowRange{0, rows}, ws[t]);
+      sink = problems[t]->output()[0];
+    };
+    if (threads == 1) {
+      return 1.0 / best_rate(3, 0.05, [&] {
+               once(0);
+               return 1.0;
+             });
+    }
+    // Calls per thread for ~20 ms: sized from one call alone.
+    const auto t0 = Clock::now();
+    once(0);
+    const int calls = std::max(1, int(0.02 / std::max(seconds_since(t0), 1e-7)));
+    double best = 0;
+    for (int trial = 0; trial < 3; ++trial) {
+      best = std::max(best, rate_on_threads(threads, [&](std::size_t t) {
+                        for (int c = 0; c < calls; ++c) once(t);
+                        return double(calls);
+                      }));
+    }
+    return double(threads) / best;
   };
   const double products =
       seconds_per_call(table.phases.score) + seconds_per_call(table.phases.blend);
@@ -203,6 +226,8 @@ std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) 
   constexpr std::size_t kExps = 2048;
   std::vector<float> x(kExps), y(kExps);
   for (std::size_t i = 0; i < kExps; ++i) x[i] = -20.0f * float(i) / float(kExps);
+  std::vector<std::size_t> thread_counts{1};
+  if (all_threads > 1) thread_counts.push_back(all_threads);
   for (const kernels::SimdTable* table : kernels::simd_tables()) {
     bool available = false;
     for (const Kernel& k : registry()) {
@@ -217,10 +242,13 @@ std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) 
     const std::string isa(to_string(table->isa));
     out.push_back({"exp_per_s_" + isa, rate, "exp/s"});
     for (std::size_t d : {32, 64, 128, 256}) {
-      const PhaseRates phases = measure_phases(*table, d);
-      const std::string suffix = "_" + isa + "_d" + std::to_string(d);
-      out.push_back({"products_flops" + suffix, phases.products_flops, "FLOP/s"});
-      out.push_back({"softmax_s_per_score" + suffix, phases.softmax_seconds_per_score, "s"});
+      for (std::size_t threads : thread_counts) {
+        const PhaseRates phases = measure_phases(*table, d, threads);
+        const std::string suffix = "_" + isa + "_d" + std::to_string(d) +
+                                   (threads == 1 ? "" : "_threads_" + std::to_string(threads));
+        out.push_back({"products_flops" + suffix, phases.products_flops, "FLOP/s"});
+        out.push_back({"softmax_s_per_score" + suffix, phases.softmax_seconds_per_score, "s"});
+      }
     }
   }
   const double scalar_exp = best_rate(3, 0.05, [&] {

@@ -27,6 +27,8 @@ struct MachineConstant {
 //                              dram (twice L3, at least 1 GiB); read_set_bytes_<level> its size
 //   read_gbs_set_<bytes>       the same sweep over sets from twice the L2 doubling up to the DRAM
 //                              sweep's: the curve the cost model reads a working set's price from
+//   products_flops_<isa>_d<d>_threads_<t>, softmax_s_per_score_<isa>_d<d>_threads_<t>
+//                              the same phases per thread while t threads each run them at once
 //   read_gbs_dram_threads_<t>  the DRAM sweep on t threads
 //   task_s_threads_<t>         one empty task of a parallel loop on a t-thread arena
 //   call_start_s_threads_<t>   making a t-thread arena and running one loop of t empty tasks on

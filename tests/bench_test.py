@@ -74,6 +74,11 @@ with tempfile.TemporaryDirectory() as tmp:
     # The cost model's inputs: the machine constants in the context, the counts on the forward point.
     for key in ("exp_per_s_scalar", "fma_flops_scalar", "read_gbs_l1", "read_gbs_l2", "read_gbs_l3", "read_gbs_dram"):
         check(f"context has {key}", float(context.get(key, 0)) > 0, str(context.get(key)))
+    threads = int(context.get("threads_all", 1))
+    if threads > 1:  # the products again with every thread running them at once
+        many = [k for k in context if k.startswith("products_flops_") and k.endswith(f"_threads_{threads}")]
+        check("products measured on all threads at once", bool(many) and all(float(context[k]) > 0 for k in many),
+              str(many))
     check("forward point's score FMAs counted", forward.count("score_fmas") == 128 * 128 * 64,
           str(forward.counts))
     check("forward point's query block", forward.count("query_block") == 16, str(forward.count("query_block")))

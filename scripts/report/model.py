@@ -3,7 +3,8 @@ the point does, never from the point's own time.
 
 - What the machine measured (bench/machine_constants.hpp, in the run's JSON context): the SIMD
   kernels' two products alone on one key block in L2 (FLOP/s per ISA and d), their softmax sweeps
-  alone on one score tile (seconds per score), the exp, the FMA rate per ISA, read bandwidth from
+  alone on one score tile (seconds per score), both also per thread while every thread runs them at
+  once (the price of a compute task on a call of that many threads), the exp, the FMA rate per ISA, read bandwidth from
   each cache level and from DRAM, and the cost of a parallel task and of starting a call on the pool.
 - What the point does (src/forward_counts.hpp, counters `count_*` written by the benchmark from the
   kernel's own blocking): FMAs of each product, exps, scores swept, packed K/V bytes streamed per
@@ -83,19 +84,24 @@ class Machine:
         """Did the run measure the constants (runs before the cost model did not)?"""
         return self.number("read_gbs_dram") is not None
 
-    def _per_d(self, stem: str, isa: str, d: int) -> float | None:
-        """The constant measured at d, or at the nearest head dim (in ratio) the run measured."""
-        for measured in sorted(MODEL_DIMS, key=lambda m: abs(math.log(m / d))):
-            value = self.number(f"{stem}_{isa}_d{measured}")
-            if value is not None:
-                return value
+    def _per_d(self, stem: str, isa: str, d: int, threads: int = 1) -> float | None:
+        """The constant measured at d, or at the nearest head dim (in ratio) the run measured; on
+        `threads` > 1, the one measured with that many threads at once (`_threads_<t>`), where the
+        run has it, else the one-thread one."""
+        keys = [f"{stem}_{isa}_d{{}}_threads_{threads}"] if threads > 1 else []
+        for key in keys + [f"{stem}_{isa}_d{{}}"]:
+            for measured in sorted(MODEL_DIMS, key=lambda m: abs(math.log(m / d))):
+                value = self.number(key.format(measured))
+                if value is not None:
+                    return value
         return None
 
-    def products_flops(self, isa: str, d: int) -> float | None:
-        return self._per_d("products_flops", isa, d)
+    def products_flops(self, isa: str, d: int, threads: int = 1) -> float | None:
+        """FLOP/s of the tiled kernel's products alone, per thread while `threads` run them."""
+        return self._per_d("products_flops", isa, d, threads)
 
-    def softmax_seconds(self, isa: str, d: int) -> float | None:
-        return self._per_d("softmax_s_per_score", isa, d)
+    def softmax_seconds(self, isa: str, d: int, threads: int = 1) -> float | None:
+        return self._per_d("softmax_s_per_score", isa, d, threads)
 
     def fma_flops(self, isa: str) -> float | None:
         return self.number(f"fma_flops_{'avx2+fma' if isa == 'avx2' else isa}")
@@ -200,7 +206,7 @@ def raw_phases(machine: Machine, r: Record) -> dict | None:
     rescale_exps = max(0.0, r.count("exps") - r.count("softmax_scores"))
     scalar_exp = machine.number("exp_per_s_scalar")
     if r.backend == "simd":
-        rate, per_score = machine.products_flops(r.isa, r.d), machine.softmax_seconds(r.isa, r.d)
+        rate, per_score = machine.products_flops(r.isa, r.d, t), machine.softmax_seconds(r.isa, r.d, t)
     elif r.backend == "openblas":
         rate = machine.fma_flops(widest) if widest else None
         per_score = machine.softmax_seconds(widest, r.d) if widest else None

@@ -94,7 +94,10 @@ def constants_table(model: cost_model.Model) -> Table:
             if rate is None:
                 continue
             share = f" ({fmt.pct(100 * rate / fma, 0)} of the {isa} FMA rate)" if rate and fma else ""
-            rows.append([f"products alone, {isa}, d = {d}", f"{fmt.sig(rate / 1e9)} GFLOP/s{share}"])
+            threads = m.number("threads_all")
+            many = m.number(f"products_flops_{isa}_d{d}_threads_{int(threads)}") if threads and threads > 1 else None
+            at_once = f"; {fmt.sig(many / 1e9)} per thread with {int(threads)} at once" if many else ""
+            rows.append([f"products alone, {isa}, d = {d}", f"{fmt.sig(rate / 1e9)} GFLOP/s{share}{at_once}"])
         per_score = m.softmax_seconds(isa, 64)
         if per_score:
             rows.append([f"softmax sweeps alone, {isa}", f"{fmt.sig(per_score * 1e9)} ns per score"])

@@ -65,6 +65,14 @@ class Prices(unittest.TestCase):
         self.assertAlmostEqual(two.phases["products"], PRODUCTS / 2)
         self.assertAlmostEqual(two.phases["threads"], 1e-5 + 100 * 1e-6 / 2)
 
+    def test_a_multithreaded_point_takes_the_phases_measured_on_all_threads_at_once(self):
+        context = dict(MACHINE, products_flops_avx2_d64_threads_2="8e10", softmax_s_per_score_avx2_d64_threads_2="2e-9")
+        one, two = build([point("tiled/simd/avx2", 1024, 50.0), point("tiled/simd/avx2", 1024, 30.0, threads=2)],
+                         context).predictions
+        self.assertAlmostEqual(one.phases["products"], PRODUCTS)  # one thread: the one-thread constant
+        self.assertAlmostEqual(two.phases["products"], 4e9 / 8e10 / 2)
+        self.assertAlmostEqual(two.phases["softmax"], (1e6 * 2e-9 + 1e3 / 1e9) / 2)
+
     def test_naive_score_sweeps_beyond_l1_count_what_they_add_beyond_each_pass(self):
         # Six sweeps of 1e8 bytes from a 4 MiB set (50 GB/s): 2 ms each. The score and blend passes
         # (0.02 s of products each) hide theirs; the softmax's four (8 ms) exceed its work.
