@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -27,7 +28,9 @@ namespace attnbench::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-volatile float sink;
+// Results kept from the optimiser; written by several threads at once, so atomic (relaxed).
+std::atomic<float> sink;
+void keep(float x) { sink.store(x, std::memory_order_relaxed); }
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -118,7 +121,7 @@ double read_bandwidth(std::size_t bytes, std::size_t threads) {
       double swept = 0;
       const auto t0 = Clock::now();
       do {
-        sink = read_sweep(slice, n);
+        keep(read_sweep(slice, n));
         swept += double(n * sizeof(float));
       } while (seconds_since(t0) < min_seconds);
       return swept;
@@ -138,7 +141,7 @@ double task_seconds(std::size_t threads) {
     arena.execute([&] {
       tbb::parallel_for(
           tbb::blocked_range<std::size_t>(0, kTasks, 1),
-          [](const tbb::blocked_range<std::size_t>& r) { sink = float(r.begin()); },
+          [](const tbb::blocked_range<std::size_t>& r) { keep(float(r.begin())); },
           tbb::simple_partitioner());
     });
     samples.push_back(seconds_since(t0) * double(threads) / double(kTasks));
@@ -154,9 +157,8 @@ double call_start_seconds(std::size_t threads) {
   for (int call = 0; call < 201; ++call) {
     const auto t0 = Clock::now();
     tbb::task_arena arena(static_cast<int>(threads));
-    arena.execute([&] {
-      tbb::parallel_for(std::size_t{0}, threads, [](std::size_t i) { sink = float(i); });
-    });
+    arena.execute(
+        [&] { tbb::parallel_for(std::size_t{0}, threads, [](std::size_t i) { keep(float(i)); }); });
     samples.push_back(seconds_since(t0));
   }
   std::sort(samples.begin(), samples.end());
@@ -190,7 +192,7 @@ PhaseRates measure_phases(const kernels::SimdTable& table, std::size_t d, std::s
     auto once = [&](std::size_t t) {
       Workspace::Scope scope(ws[t]);
       phase(problems[t]->head(), kernels::RowRange{0, rows}, ws[t]);
-      sink = problems[t]->output()[0];
+      keep(problems[t]->output()[0]);
     };
     if (threads == 1) {
       return 1.0 / best_rate(3, 0.05, [&] {
@@ -198,7 +200,8 @@ PhaseRates measure_phases(const kernels::SimdTable& table, std::size_t d, std::s
                return 1.0;
              });
     }
-    // Calls per thread for ~20 ms: sized from one call alone.
+    // Calls per thread for ~20 ms: sized from one warm call alone.
+    once(0);
     const auto t0 = Clock::now();
     once(0);
     const int calls = std::max(1, int(0.02 / std::max(seconds_since(t0), 1e-7)));
@@ -236,7 +239,7 @@ std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) 
     if (!available) continue;
     const double rate = best_rate(3, 0.05, [&] {
       table->exp(x.data(), y.data(), kExps);
-      sink = y[kExps / 2];
+      keep(y[kExps / 2]);
       return double(kExps);
     });
     const std::string isa(to_string(table->isa));
@@ -253,7 +256,7 @@ std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) 
   }
   const double scalar_exp = best_rate(3, 0.05, [&] {
     for (std::size_t i = 0; i < kExps; ++i) y[i] = kernels::scalar_exp(x[i]);
-    sink = y[kExps / 2];
+    keep(y[kExps / 2]);
     return double(kExps);
   });
   out.push_back({"exp_per_s_scalar", scalar_exp, "exp/s"});

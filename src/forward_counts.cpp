@@ -70,8 +70,9 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
           const double key_blocks = double(blocks(last_key, b.key_block));
           c.exps += copies * double(br) * key_blocks;
         }
-        for (std::size_t g = 0; g < br; g += b.mr) {
-          const std::size_t mr = std::min(b.mr, br - g);
+        const std::size_t group = kernels::row_group(br, b.mr);
+        for (std::size_t g = 0; g < br; g += group) {
+          const std::size_t mr = std::min(group, br - g);
           const std::size_t w = b.scores_masked_keys ? keys : widest(i0 + g, mr);
           c.score_fmas += copies * double(mr) * double(round_up(w, b.nr)) * double(d);
         }

@@ -11,8 +11,8 @@
 namespace attnbench {
 
 struct ForwardCounts {
-  // Multiply-adds of S = Q K^T: per micro-tile of MR rows, the keys its widest row sees rounded
-  // up to whole NR panels (every key for a kernel that masks after scoring), times d.
+  // Multiply-adds of S = Q K^T: per micro-tile (kernels::row_group rows), the keys its widest row
+  // sees rounded up to whole NR panels (every key for a kernel that masks after scoring), times d.
   double score_fmas = 0;
   // Multiply-adds of O += P V: per row, the keys it sees, times the padded d.
   double blend_fmas = 0;

@@ -76,8 +76,11 @@ with tempfile.TemporaryDirectory() as tmp:
         check(f"context has {key}", float(context.get(key, 0)) > 0, str(context.get(key)))
     threads = int(context.get("threads_all", 1))
     if threads > 1:  # the products again with every thread running them at once
-        many = [k for k in context if k.startswith("products_flops_") and k.endswith(f"_threads_{threads}")]
-        check("products measured on all threads at once", bool(many) and all(float(context[k]) > 0 for k in many),
+        many = [k for k in context if k.startswith(("products_flops_", "softmax_s_per_score_"))
+                and k.endswith(f"_threads_{threads}")]
+        kinds = {k.split("_")[0] for k in many}
+        check("products and softmax measured on all threads at once",
+              kinds == {"products", "softmax"} and all(float(context[k]) > 0 for k in many),
               str(many))
     check("forward point's score FMAs counted", forward.count("score_fmas") == 128 * 128 * 64,
           str(forward.counts))

@@ -287,6 +287,15 @@ using ComputePartial = void (*)(const HeadProblem& head, RowRange rows, KeyRange
 // computed from it.
 // A key_block of kNoKeyBlocks: every key at once (the plain loops, OpenBLAS's calls).
 inline constexpr std::size_t kNoKeyBlocks = ~std::size_t{0};
+
+// The rows of each group of micro-tiles of at most `mr` rows that a block of `rows` rows splits
+// into: as few groups as whole tiles allow, each ceil(rows / groups) rows, the last the rest
+// (16 rows of 12-row tiles: 8 + 8, not 12 + 4). The SIMD kernels group rows so; the cost counts
+// follow them.
+inline std::size_t row_group(std::size_t rows, std::size_t mr) {
+  const std::size_t groups = (rows + mr - 1) / mr;
+  return groups == 0 ? mr : (rows + groups - 1) / groups;
+}
 struct ForwardBlocking {
   std::size_t query_block;
   std::size_t key_block;

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #include <xsimd/xsimd.hpp>
 
+#include <cassert>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -37,9 +38,9 @@ struct Simd {
   // FMA. AVX2 and SSE have 16 registers: 6 rows keep 12 accumulators, plus 2 for the streamed
   // vectors and 1 for the broadcast. AVX-512 has 32, and its vectors are twice as wide, so at 6
   // rows it would need twice AVX2's L2 bytes per cycle: 12 rows keep 24 accumulators (27 of 32
-  // registers with the streamed vectors and the broadcast), the same bytes per FMA lane as AVX2's
-  // 6 rows (the README's kernel section has the measurement). 12 or 24
-  // independent FMA chains cover the FMA latency (4 cycles) times 2 FMA ports.
+  // registers with the streamed vectors and the broadcast) and the same L2 bytes per FMA
+  // instruction, so per cycle, as AVX2's 6 rows (the README's kernel section has the measurement).
+  // 12 or 24 independent FMA chains cover the FMA latency (4 cycles) times 2 FMA ports.
   static constexpr std::size_t MR = W == 16 ? 12 : 6;
   static constexpr std::size_t NR = 2 * W;
 
@@ -68,8 +69,10 @@ struct Simd {
   // Bc: the key block's K^T and V (about 8 x d bytes per key) take at most half the L2 this CPU
   // reports (sysconf; 512 KiB if it reports none), leaving the rest for the accumulator, the Q
   // rows and the score tile. Larger blocks mean fewer max/rescale steps per row; capped at 512
-  // keys, where an MR x Bc score tile (12 or 24 KiB) still sits in a 32 KiB L1 next to the streamed
-  // panels. A multiple of NR. The block depends on d and the cache only, never on threads.
+  // keys, where an MR x Bc score tile (12 KiB, 24 KiB with AVX-512's 12 rows) sits in L1 beside
+  // the group's Q rows and the streamed panels (at d = 256 with 12 rows, 36 KiB: more than a 32
+  // KiB L1, within the 48 KiB of the Xeon the README measures). A multiple of NR. The block depends
+  // on d and the cache only, never on threads.
   static constexpr std::size_t kMaxKeyBlock = 512;
   // Every block key_block() returns is kMaxKeyBlock halved some times, down to NR at the least:
   // whole panels, and a divisor of the decode chunk.
@@ -306,7 +309,10 @@ struct Simd {
   // (edge tiles): one instance of the micro-kernel per row count.
   template <class F, std::size_t... R>
   static void with_rows(std::size_t rows, F&& f, std::index_sequence<R...>) {
-    ((rows == R + 1 ? (f(std::integral_constant<std::size_t, R + 1>{}), true) : false) || ...);
+    const bool called =
+        ((rows == R + 1 ? (f(std::integral_constant<std::size_t, R + 1>{}), true) : false) || ...);
+    assert(called && "a micro-tile has 1..MR rows");
+    (void)called;
   }
   template <class F>
   static void with_rows(std::size_t rows, F&& f) {
@@ -406,9 +412,10 @@ struct Simd {
   // exp(x) for x <= 0, the only inputs softmax gives it (scores minus their max). Range
   // reduction x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two constants so n ln2 is exact),
   // exp(r) by Cephes' degree-5 polynomial in r (1 + r + r^2 P(r)), then 2^n built directly in
-  // the exponent bits. Below -87 the result would be subnormal: it and -inf flush to 0 (a weight
-  // under 2^-125 of the row max is far below float resolution). NaN stays NaN. Its error against
-  // double-precision exp is measured by simd_exp_test.
+  // the exponent bits (AVX-512: vscalefps multiplies by 2^n, exactly as that product is). Below -87
+  // the result would be subnormal: it and -inf flush to 0 (a weight under 2^-125 of the row max is
+  // far below float resolution). NaN stays NaN. Its error against double-precision exp is measured
+  // by simd_exp_test.
   static batch exp(batch x) {
     const batch n = xsimd::nearbyint(x * batch(1.44269504088896341f));  // round(x / ln2)
     batch r = xsimd::fnma(n, batch(0.693359375f), x);                   // x - n ln2 (high part)

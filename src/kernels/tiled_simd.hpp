@@ -59,8 +59,7 @@ struct TiledSimd : Simd<Arch> {
     // vb (stored, or widened to float32).
     auto block = [&](std::size_t i0, std::size_t br, std::size_t j0, std::size_t bc, const auto* kb,
                      const auto* vb, bool prefetch, std::size_t last) {
-      // Groups of at most MR rows, as equal as they can be (16 rows: 8 + 8, not 12 + 4).
-      const std::size_t group = (br + (br + MR - 1) / MR - 1) / ((br + MR - 1) / MR);
+      const std::size_t group = row_group(br, MR);  // 16 rows: 8 + 8, not 12 + 4
       for (std::size_t g = 0; g < br; g += group) {
         const std::size_t mr = min_of(group, br - g);  // edge group: fewer rows
         const auto seen = S::block_keys(head, i0 + g, mr, j0, bc);
