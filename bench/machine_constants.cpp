@@ -180,8 +180,9 @@ PhaseRates measure_phases(const kernels::SimdTable& table, std::size_t d, std::s
   const kernels::ForwardBlocking b =
       table.tiled[static_cast<std::size_t>(KvType::f32)].forward.blocking(d);
   const std::size_t rows = b.query_block, keys = b.key_block;
-  const std::vector<float> q = random_tensor(rows * d, 50), k = random_tensor(keys * d, 51),
-                           v = random_tensor(keys * d, 52);
+  const std::vector<float>& q = random_tensor(rows * d, 50);
+  const std::vector<float>& k = random_tensor(keys * d, 51);
+  const std::vector<float>& v = random_tensor(keys * d, 52);
   std::vector<std::unique_ptr<PackedHead>> problems;
   std::vector<Workspace> ws(threads);
   for (std::size_t t = 0; t < threads; ++t) {
@@ -194,17 +195,12 @@ PhaseRates measure_phases(const kernels::SimdTable& table, std::size_t d, std::s
       phase(problems[t]->head(), kernels::RowRange{0, rows}, ws[t]);
       keep(problems[t]->output()[0]);
     };
-    if (threads == 1) {
-      return 1.0 / best_rate(3, 0.05, [&] {
-               once(0);
-               return 1.0;
-             });
-    }
-    // Calls per thread for ~20 ms: sized from one warm call alone.
+    // Calls per thread for ~50 ms, sized from one warm call; the best of 3 rounds, every thread
+    // count alike (one thread included), so the constants of 1 and t threads compare.
     once(0);
     const auto t0 = Clock::now();
     once(0);
-    const int calls = std::max(1, int(0.02 / std::max(seconds_since(t0), 1e-7)));
+    const int calls = std::max(1, int(0.05 / std::max(seconds_since(t0), 1e-7)));
     double best = 0;
     for (int trial = 0; trial < 3; ++trial) {
       best = std::max(best, rate_on_threads(threads, [&](std::size_t t) {

@@ -274,24 +274,27 @@ def crossover(table: Table, tiled: str, naive: str, d: int, threads: int) -> Cro
     n, advantage = speedup_series(table, pair, d, threads)
     noise = np.array([larger_cv(*(table.measured().one(kernel=k, n=int(v), d=d, threads=threads, causal=False)
                                   for k in (tiled, naive))) for v in n], dtype=float)
-    faster = advantage > 1
-    n_cross, i = None, 0
-    if len(n) == 0:
-        verdict = "never"
-    elif faster.all():
-        verdict = "always"
-    elif not faster.any():
-        verdict = "never"
-    elif not faster[-1]:
-        verdict = "not past the largest n"
-    else:
-        # the first length from which tiled stays faster; interpolate ln(advantage) = 0 in ln n
-        i = len(faster) - int(np.argmin(faster[::-1]))
-        a0, a1 = math.log(advantage[i - 1]), math.log(advantage[i])
-        t = a0 / (a0 - a1)
-        n_cross = math.exp(math.log(n[i - 1]) + t * (math.log(n[i]) - math.log(n[i - 1])))
-        verdict = "overtakes"
+    verdict, n_cross, i = crossing(n, advantage)
     return Crossover(tiled, naive, d, threads, n, advantage, noise, n_cross, i, verdict)
+
+
+def crossing(n, advantage) -> tuple:
+    """Where an advantage (naive time over tiled time, by ascending n) passes 1 for good: (verdict,
+    n_cross, i) with verdict "always", "never", "not past the largest n" or "overtakes", and then
+    n_cross interpolated where ln(advantage) = 0 in ln n, between n[i - 1] and n[i]. The measured
+    crossover's rule and the cost model's (model.predicted_crossover)."""
+    n, advantage = np.asarray(n, dtype=float), np.asarray(advantage, dtype=float)
+    faster = advantage > 1
+    if len(n) == 0 or not faster.any():
+        return "never", None, 0
+    if faster.all():
+        return "always", None, 0
+    if not faster[-1]:
+        return "not past the largest n", None, 0
+    i = len(faster) - int(np.argmin(faster[::-1]))  # the first length from which tiled stays faster
+    a0, a1 = math.log(advantage[i - 1]), math.log(advantage[i])
+    t = a0 / (a0 - a1)
+    return "overtakes", math.exp(math.log(n[i - 1]) + t * (math.log(n[i]) - math.log(n[i - 1]))), i
 
 
 def crossover_pairs(table: Table) -> list:

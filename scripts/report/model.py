@@ -55,6 +55,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import analysis
 from loader import Record, Run, Table
 
 PHASES = ("products", "softmax", "K/V stream", "scores", "packing", "Q and O", "threads")
@@ -209,7 +210,7 @@ def raw_phases(machine: Machine, r: Record) -> dict | None:
         rate, per_score = machine.products_flops(r.isa, r.d, t), machine.softmax_seconds(r.isa, r.d, t)
     elif r.backend == "openblas":
         rate = machine.fma_flops(widest) if widest else None
-        per_score = machine.softmax_seconds(widest, r.d) if widest else None
+        per_score = machine.softmax_seconds(widest, r.d, t) if widest else None
     else:
         rate = machine.fma_flops("scalar")
         per_score = 1.0 / scalar_exp if scalar_exp else None
@@ -371,27 +372,19 @@ def miss_reason(p: Prediction, model: Model | None = None) -> str:
 
 
 def predicted_crossover(model: Model, tiled: str, naive: str, d: int, threads: int) -> float | None:
-    """The first n (interpolated in log n, as analysis.crossover does for the measured times) from which
-    the predicted tiled time stays below the predicted naive one: 0 when it does at every length both
-    were measured at, None when it never does from some length to the largest."""
+    """The first n (analysis.crossing's rule, as for the measured times) from which the predicted tiled
+    time stays below the predicted naive one: 0 when it does at every length both were measured at,
+    None when it never does from some length to the largest."""
     pairs = []
     for p in model.predictions:
         r = p.record
         if r.kernel == tiled and r.family == "matrix" and r.d == d and r.threads == threads and not r.causal:
             other = model.find(naive, r.n, d, threads)
-            if other is not None and other.record.family == "matrix" and not other.record.causal:
+            if other is not None:
                 pairs.append((r.n, other.predicted_s / p.predicted_s))
     pairs.sort()
-    if not pairs or pairs[-1][1] <= 1:
-        return None
-    i = len(pairs) - 1
-    while i > 0 and pairs[i - 1][1] > 1:
-        i -= 1
-    if i == 0:
-        return 0.0
-    (n0, a0), (n1, a1) = pairs[i - 1], pairs[i]
-    t = math.log(a0) / (math.log(a0) - math.log(a1))
-    return math.exp(math.log(n0) + t * (math.log(n1) - math.log(n0)))
+    verdict, n_cross, _ = analysis.crossing([n for n, _ in pairs], [a for _, a in pairs])
+    return 0.0 if verdict == "always" else n_cross
 
 
 def fast_set_bytes(machine: Machine) -> float | None:

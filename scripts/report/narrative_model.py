@@ -85,18 +85,18 @@ def _signed(error: float) -> str:
 
 def constants_table(model: cost_model.Model) -> Table:
     m = model.machine
+    threads = int(m.number("threads_all") or 1)
     rows = []
     for isa in ("avx512f", "avx2", "sse4.2"):
         if m.number(f"exp_per_s_{isa}") is None:
             continue
         fma = m.fma_flops(isa)
         for d in cost_model.MODEL_DIMS:
-            rate = m.number(f"products_flops_{isa}_d{d}")
+            rate = m.number(f"products_flops_{isa}_d{d}")  # this d's own, not the nearest one's
             if rate is None:
                 continue
-            share = f" ({fmt.pct(100 * rate / fma, 0)} of the {isa} FMA rate)" if rate and fma else ""
-            threads = m.number("threads_all")
-            many = m.number(f"products_flops_{isa}_d{d}_threads_{int(threads)}") if threads and threads > 1 else None
+            share = f" ({fmt.pct(100 * rate / fma, 0)} of the {isa} FMA rate)" if fma else ""
+            many = m.number(f"products_flops_{isa}_d{d}_threads_{threads}") if threads > 1 else None
             at_once = f"; {fmt.sig(many / 1e9)} per thread with {int(threads)} at once" if many else ""
             rows.append([f"products alone, {isa}, d = {d}", f"{fmt.sig(rate / 1e9)} GFLOP/s{share}{at_once}"])
         per_score = m.softmax_seconds(isa, 64)
@@ -127,7 +127,7 @@ def residual_table(model: cost_model.Model) -> Table:
     rows = []
     for r in cost_model.residuals(model):
         w = r.worst.record
-        band = cost_model.SIMD_BAND if w.backend == "simd" else cost_model.PLAIN_BAND
+        band = r.worst.band
         factor = model.factors.get(r.kernel)
         rows.append([fmt.code(r.kernel), str(r.points), fmt.pct(100 * r.median_abs, 0),
                      f"{_signed(r.worst.error)} (n = {w.n}, d = {w.d}, {w.threads}t)",
@@ -141,7 +141,7 @@ def residual_table(model: cost_model.Model) -> Table:
 def breakdown(s, model: cost_model.Model, table) -> None:
     tiled = analysis.simd_kernel(table, "tiled")
     chosen = [p for d in BREAKDOWN_DIMS for t in analysis.thread_counts(table)
-              for p in [model.find(tiled, BREAKDOWN_N, d, t)] if p is not None and p.record.family == "matrix"]
+              for p in [model.find(tiled, BREAKDOWN_N, d, t)] if p is not None]
     if not chosen:
         return
     header = ["d", "threads", "measured", "predicted"] + list(cost_model.PHASES)
@@ -195,7 +195,7 @@ def measured_breakdown(s, model: cost_model.Model, phases: list) -> None:
     rows = []
     for m in phases:
         p = model.find(m.kernel, m.n, m.d, 1)
-        if p is None or p.record.family != "matrix":
+        if p is None:
             continue
         kernel_alone = p.phases["products"] + p.phases["softmax"] + p.phases["K/V stream"]
         measured_sum = m.ms["score"] + m.ms["blend"] + m.ms["softmax"]

@@ -40,9 +40,9 @@ struct NaiveSimd : Simd<Arch> {
         const std::size_t br = min_of(Br, rows.end - i0);
         begin_block(br);
         const std::size_t last_key = head.widest_visible(i0, br);
+        const std::size_t group = row_group(br, MR);
         for (std::size_t j0 = 0; j0 < last_key; j0 += Bc) {
           const std::size_t bc = min_of(Bc, last_key - j0);
-          const std::size_t group = row_group(br, MR);
           for (std::size_t g = 0; g < br; g += group) {
             const std::size_t mr = min_of(group, br - g);
             const auto keys = S::block_keys(head, i0 + g, mr, j0, bc);
