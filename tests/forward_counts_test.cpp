@@ -3,12 +3,11 @@
 // naive score matrix's sweeps, packing and tasks; and the errors for bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
-
-#include <algorithm>
-#include <string>
 
 #include "attnbench.hpp"
 #include "forward_counts.hpp"

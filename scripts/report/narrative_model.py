@@ -97,7 +97,7 @@ def constants_table(model: cost_model.Model) -> Table:
                 continue
             share = f" ({fmt.pct(100 * rate / fma, 0)} of the {isa} FMA rate)" if fma else ""
             many = m.number(f"products_flops_{isa}_d{d}_threads_{threads}") if threads > 1 else None
-            at_once = f"; {fmt.sig(many / 1e9)} per thread with {int(threads)} at once" if many else ""
+            at_once = f"; {fmt.sig(many / 1e9)} per thread with {threads} at once" if many else ""
             rows.append([f"products alone, {isa}, d = {d}", f"{fmt.sig(rate / 1e9)} GFLOP/s{share}{at_once}"])
         per_score = m.softmax_seconds(isa, 64)
         if per_score:
