@@ -244,28 +244,38 @@ struct Simd {
   // Micro-kernels
   // ---------------------------------------------------------------------------------------------
 
-  // S[r][0..NR) = q_r . K^T for R query rows against one packed panel of NR keys (raw dot
-  // products; the scale is applied by the softmax pass).
-  template <std::size_t R, class T>
-  static void score_tile(const float* q, std::size_t d, const T* panel, float* s,
+  // S[r][keys of vectors first..first + V) = q_r . K^T for R query rows, vector x of a block
+  // being half x % 2 of its packed panel x / 2 (raw dot products; the scale is applied by the
+  // softmax pass). Each key's dot product runs over the head dimension in order whatever R, V and
+  // first, so a row's scores do not depend on the tile that computes them.
+  template <std::size_t R, std::size_t V, class T>
+  static void score_tile(const float* q, std::size_t d, const T* kt, std::size_t first, float* s,
                          std::size_t s_stride) {
-    batch acc[R][2];
+    const T* at[V];
+#pragma GCC unroll 8
+    for (std::size_t x = 0; x < V; ++x) at[x] = kt + (first + x) / 2 * NR * d + (first + x) % 2 * W;
+    batch acc[R][V];
 #pragma GCC unroll 16
-    for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = batch(0.0f);
+    for (std::size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (std::size_t x = 0; x < V; ++x) acc[r][x] = batch(0.0f);
+    }
     for (std::size_t c = 0; c < d; ++c) {
-      const batch k0 = load_kv(panel + c * NR);
-      const batch k1 = load_kv(panel + c * NR + W);
+      batch k[V];
+#pragma GCC unroll 8
+      for (std::size_t x = 0; x < V; ++x) k[x] = load_kv(at[x] + c * NR);
 #pragma GCC unroll 16
       for (std::size_t r = 0; r < R; ++r) {
         const batch a(q[r * d + c]);
-        acc[r][0] = xsimd::fma(a, k0, acc[r][0]);
-        acc[r][1] = xsimd::fma(a, k1, acc[r][1]);
+#pragma GCC unroll 8
+        for (std::size_t x = 0; x < V; ++x) acc[r][x] = xsimd::fma(a, k[x], acc[r][x]);
       }
     }
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) {
-      acc[r][0].store_aligned(s + r * s_stride);
-      acc[r][1].store_aligned(s + r * s_stride + W);
+#pragma GCC unroll 8
+      for (std::size_t x = 0; x < V; ++x)
+        acc[r][x].store_aligned(s + r * s_stride + (first + x) * W);
     }
   }
 
@@ -280,7 +290,7 @@ struct Simd {
     batch acc[R][NV];
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) {
-#pragma GCC unroll 2
+#pragma GCC unroll 8
       for (std::size_t x = 0; x < NV; ++x) {
         acc[r][x] = batch::load_aligned(o + r * o_stride + x * W);
         if (alpha != nullptr) acc[r][x] *= batch(alpha[r]);  // O = O * exp(m_old - m_new)
@@ -288,19 +298,19 @@ struct Simd {
     }
     for (std::size_t j = 0; j < keys; ++j) {
       batch vj[NV];
-#pragma GCC unroll 2
+#pragma GCC unroll 8
       for (std::size_t x = 0; x < NV; ++x) vj[x] = load_kv(v + j * v_stride + x * W);
 #pragma GCC unroll 16
       for (std::size_t r = 0; r < R; ++r) {
         const batch a(p[r * p_stride + j * p_step]);
-#pragma GCC unroll 2
+#pragma GCC unroll 8
         for (std::size_t x = 0; x < NV; ++x)
           acc[r][x] = xsimd::fma(a, vj[x], acc[r][x]);  // O += P V
       }
     }
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) {
-#pragma GCC unroll 2
+#pragma GCC unroll 8
       for (std::size_t x = 0; x < NV; ++x) acc[r][x].store_aligned(o + r * o_stride + x * W);
     }
   }
@@ -319,11 +329,39 @@ struct Simd {
     with_rows(rows, f, std::make_index_sequence<MR>{});
   }
 
-  // score_tile for 1..MR rows.
+  // NOTE: a group of few rows (decoding: 1 to 4 query rows per key/value head) would keep only 2
+  // FMA chains per row in an MR x NR tile: too few to cover the FMA latency times 2 ports (8 to
+  // 10), and one broadcast Q or P value per 2 FMAs. Such a group's tiles are wider instead, up to
+  // 8 vectors of keys (scores) or of output columns (blend): as many chains as make 16 at most, in
+  // the registers the ISA has (32 with AVX-512, 16 otherwise; a vector only one row reads is
+  // folded into its FMA). A row's arithmetic is the same at every width, so it does not depend on
+  // the rows grouped with it.
+  static constexpr std::size_t kRegisters = W == 16 ? 32 : 16;
+  static constexpr bool fits(std::size_t rows, std::size_t vectors) {
+    const std::size_t streamed = rows == 1 ? 2 : vectors;
+    return rows * vectors <= 16 && rows * vectors + streamed + 1 <= kRegisters;
+  }
+  static constexpr std::size_t tile_vectors(std::size_t rows) {
+    for (std::size_t v : {8, 4, 3})
+      if (fits(rows, v)) return v;
+    return 2;
+  }
+
+  // The group's scores against the block's panels [0, panels), for 1..MR rows: tiles of
+  // tile_vectors(rows) vectors, the rest in tiles of 2 and 1.
   template <class T>
-  static void score_rows(std::size_t rows, const float* q, std::size_t d, const T* panel, float* s,
-                         std::size_t s_stride) {
-    with_rows(rows, [&](auto r) { score_tile<decltype(r)::value>(q, d, panel, s, s_stride); });
+  static void score_rows(std::size_t rows, const float* q, std::size_t d, const T* kt,
+                         std::size_t panels, float* s, std::size_t s_stride) {
+    with_rows(rows, [&](auto r) {
+      constexpr std::size_t R = decltype(r)::value, V = tile_vectors(R);
+      const std::size_t vectors = 2 * panels;
+      std::size_t x = 0;
+      for (; x + V <= vectors; x += V) score_tile<R, V>(q, d, kt, x, s, s_stride);
+      if constexpr (V > 2) {
+        for (; x + 2 <= vectors; x += 2) score_tile<R, 2>(q, d, kt, x, s, s_stride);
+        if (x < vectors) score_tile<R, 1>(q, d, kt, x, s, s_stride);
+      }
+    });
   }
 
   // NOTE: keys in runs of kBlendKeys, every column tile over one run before the next, so that the
@@ -340,9 +378,14 @@ struct Simd {
       const float* a = k0 == 0 ? alpha : nullptr;
       const float* pk = p + k0 * p_step;
       const T* vk = v + k0 * dp;
+      constexpr std::size_t NV = tile_vectors(R);
       std::size_t c = 0;
-      for (; c + NR <= dp; c += NR)
-        blend_tile<R, 2>(pk, p_stride, vk + c, dp, run, a, o + c, dp, p_step);
+      for (; c + NV * W <= dp; c += NV * W)
+        blend_tile<R, NV>(pk, p_stride, vk + c, dp, run, a, o + c, dp, p_step);
+      if constexpr (NV > 2) {
+        for (; c + NR <= dp; c += NR)
+          blend_tile<R, 2>(pk, p_stride, vk + c, dp, run, a, o + c, dp, p_step);
+      }
       if (c < dp)
         blend_tile<R, 1>(pk, p_stride, vk + c, dp, run, a, o + c, dp, p_step);  // one vector left
       k0 += run;
@@ -383,8 +426,7 @@ struct Simd {
   template <class T>
   static void score_group(const float* q, std::size_t mr, std::size_t d, const T* kt_block,
                           std::size_t widest, float* s, std::size_t s_stride) {
-    for (std::size_t p = 0; p < widest; p += NR)
-      score_rows(mr, q, d, kt_block + p * d, s + p, s_stride);
+    score_rows(mr, q, d, kt_block, (widest + NR - 1) / NR, s, s_stride);
   }
 
   // O = O * alpha + P V for the group: all rows over the keys they share, then each row's ragged

@@ -58,32 +58,14 @@ struct TiledSimd : Simd<Arch> {
     // Rows [i0, i0 + br) against keys [j0, j0 + bc), the block's K^T panels at kb and V rows at
     // vb (stored, or widened to float32).
     auto block = [&](std::size_t i0, std::size_t br, std::size_t j0, std::size_t bc, const auto* kb,
-                     const auto* vb, bool prefetch, std::size_t last) {
+                     const auto* vb) {
       const std::size_t group = row_group(br, MR);  // 16 rows: 8 + 8, not 12 + 4
       for (std::size_t g = 0; g < br; g += group) {
         const std::size_t mr = min_of(group, br - g);  // edge group: fewer rows
         const auto seen = S::block_keys(head, i0 + g, mr, j0, bc);
         if (seen.widest == 0) continue;  // no row of the group sees this block
         if constexpr ((Phases & kScorePhase) != 0) {
-          if (prefetch) {
-            // One row group reads this block once (decoding): fetch the next block into L2 while
-            // this one computes, a slice of its K^T panels and V rows per panel scored here.
-            for (std::size_t p = 0; p < seen.widest; p += S::NR) {
-              const std::size_t next = j0 + Bc + p;
-              if (next < last) {
-                const char* kp = reinterpret_cast<const char*>(kt + next * d);
-                for (std::size_t x = 0; x < S::NR * d * sizeof(T); x += 64)
-                  _mm_prefetch(kp + x, _MM_HINT_T1);
-                const char* vp = reinterpret_cast<const char*>(v + next * dp);
-                const std::size_t rows = min_of(S::NR, last - next);
-                for (std::size_t x = 0; x < rows * dp * sizeof(T); x += 64)
-                  _mm_prefetch(vp + x, _MM_HINT_T1);
-              }
-              S::score_rows(mr, head.q + (i0 + g) * d, d, kb + p * d, s_tile + p, Bc);
-            }
-          } else {
-            S::score_group(head.q + (i0 + g) * d, mr, d, kb, seen.widest, s_tile, Bc);
-          }
+          S::score_group(head.q + (i0 + g) * d, mr, d, kb, seen.widest, s_tile, Bc);
         }
 
         bool rescale = false;
@@ -126,9 +108,9 @@ struct TiledSimd : Simd<Arch> {
         if (kWidens && br > MR) {
           S::widen_block(kt + j0 * d, round_up(bc, S::NR) * d, kt_wide);
           S::widen_block(v + j0 * dp, bc * dp, v_wide);
-          block(i0, br, j0, bc, kt_wide, v_wide, false, last_key);
+          block(i0, br, j0, bc, kt_wide, v_wide);
         } else {
-          block(i0, br, j0, bc, kt + j0 * d, v + j0 * dp, br <= MR, last_key);
+          block(i0, br, j0, bc, kt + j0 * d, v + j0 * dp);
         }
       }
 
