@@ -244,6 +244,19 @@ struct Simd {
   // Micro-kernels
   // ---------------------------------------------------------------------------------------------
 
+  // NOTE: a group of at most kStreamingRows rows is decoding: it reads each key block once, from
+  // memory, at a few FMAs per byte, and the FMAs in the reorder window leave too few loads in
+  // flight to cover the memory latency (a read sweep with 4 FMAs per float loaded streamed 76-78%
+  // of a plain sweep's bytes). Its micro-kernels prefetch, into L2, the data a fixed distance ahead
+  // in each stream they read, one prefetch per vector loaded: the next tile's panels (scores),
+  // the key kBlendKeys ahead (blend). Prefetching the next key block in a burst per panel was
+  // slower than none; spread over the loads, it is faster on every type and ISA (README).
+  static constexpr std::size_t kStreamingRows = 4;
+  template <class T>
+  static void prefetch_l2(const T* p) {
+    _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
+  }
+
   // S[r][keys of vectors first..first + V) = q_r . K^T for R query rows, vector x of a block
   // being half x % 2 of its packed panel x / 2 (raw dot products; the scale is applied by the
   // softmax pass). Each key's dot product runs over the head dimension in order whatever R, V and
@@ -264,6 +277,10 @@ struct Simd {
       batch k[V];
 #pragma GCC unroll 8
       for (std::size_t x = 0; x < V; ++x) k[x] = load_kv(at[x] + c * NR);
+      if constexpr (R <= kStreamingRows) {  // the next tile's panels, at this step's row
+#pragma GCC unroll 8
+        for (std::size_t x = 0; x < V; ++x) prefetch_l2(at[x] + (V + 1) / 2 * NR * d + c * NR);
+      }
 #pragma GCC unroll 16
       for (std::size_t r = 0; r < R; ++r) {
         const batch a(q[r * d + c]);
@@ -300,6 +317,10 @@ struct Simd {
       batch vj[NV];
 #pragma GCC unroll 8
       for (std::size_t x = 0; x < NV; ++x) vj[x] = load_kv(v + j * v_stride + x * W);
+      if constexpr (R <= kStreamingRows) {  // this tile's columns of the next run's key
+#pragma GCC unroll 8
+        for (std::size_t x = 0; x < NV; ++x) prefetch_l2(v + (j + kBlendKeys) * v_stride + x * W);
+      }
 #pragma GCC unroll 16
       for (std::size_t r = 0; r < R; ++r) {
         const batch a(p[r * p_stride + j * p_step]);
