@@ -146,18 +146,24 @@ TEST(KvCache, AppendsGiveWhatOneCallsPackingGives) {
 TEST(KvCache, FoldedQueryHeadsGiveWhatSeparateHeadsGive) {
   for (const std::string& name : storing_kernels()) {
     const Kernel& kernel = *find_kernel(name);
-    for (std::size_t q_len : {1, 3}) {
-      const Layer layer(4, 1, q_len, 4500, 64, 5);
-      Workspace ws;
-      const std::vector<float> grouped = run(kernel, layer.p, ws);
-      for (std::size_t h = 0; h < 4; ++h) {
-        Problem one(Shape{1, 1, 1, q_len, 4500, 64}, layer.p.options);
-        one.k = layer.p.k;
-        one.v = layer.p.v;
-        std::copy_n(layer.p.q.begin() + h * q_len * 64, q_len * 64, one.q.begin());
-        const std::vector<float> alone = run(kernel, one, ws);
-        EXPECT_TRUE(std::equal(alone.begin(), alone.end(), grouped.begin() + h * q_len * 64))
-            << name << " head " << h << " q_len " << q_len;
+    // 4 or 5 heads of 1 or 3 rows: groups of 1 to 15 rows, so every tile width of the few-row
+    // micro-kernels (tile_vectors) and the MR-row tiles; d = 40 leaves a one-vector column tail.
+    for (const std::size_t heads : {4, 5}) {
+      for (const std::size_t d : {64, 40}) {
+        for (std::size_t q_len : {1, 3}) {
+          const Layer layer(heads, 1, q_len, 4500, d, 5);
+          Workspace ws;
+          const std::vector<float> grouped = run(kernel, layer.p, ws);
+          for (std::size_t h = 0; h < heads; ++h) {
+            Problem one(Shape{1, 1, 1, q_len, 4500, d}, layer.p.options);
+            one.k = layer.p.k;
+            one.v = layer.p.v;
+            std::copy_n(layer.p.q.begin() + h * q_len * d, q_len * d, one.q.begin());
+            const std::vector<float> alone = run(kernel, one, ws);
+            EXPECT_TRUE(std::equal(alone.begin(), alone.end(), grouped.begin() + h * q_len * d))
+                << name << " heads " << heads << " d " << d << " head " << h << " q_len " << q_len;
+          }
+        }
       }
     }
   }

@@ -33,7 +33,8 @@ struct Simd {
   static constexpr std::size_t W = batch::size;  // float lanes per vector
 
   // The micro-tile: MR query rows x NR keys (for S = Q K^T) or MR rows x NR output columns (for
-  // O += P V), NR = 2 vectors. Each step of a product loads the tile's 2 K (or V) vectors, from
+  // O += P V), NR = 2 vectors (groups of few rows take wider tiles: tile_vectors). Each step of a
+  // product loads the tile's 2 K (or V) vectors, from
   // L2 (a key block lives there, not in L1) and feeds them to MR rows: MR sets the L2 bytes per
   // FMA. AVX2 and SSE have 16 registers: 6 rows keep 12 accumulators, plus 2 for the streamed
   // vectors and 1 for the broadcast. AVX-512 has 32, and its vectors are twice as wide, so at 6
@@ -92,8 +93,8 @@ struct Simd {
   // NOTE: the packed head is K^T in panels of NR keys, each panel [head_dim][NR] (keys past the
   // capacity are zero), followed by V with rows padded to a multiple of W columns (padding zero),
   // both in the storage type T (float, Half or BFloat16). The score micro-kernel then streams one
-  // NR-wide row of a panel per step of the dot product, and the blend micro-kernel reads whole
-  // vectors of V with no column tail; load_kv widens a 16-bit vector as it loads it.
+  // row of each panel its tile spans per step of the dot product, and the blend micro-kernel reads
+  // whole vectors of V with no column tail; load_kv widens a 16-bit vector as it loads it.
   static std::size_t padded_keys(std::size_t kv_len) { return round_up(kv_len, NR); }
   static std::size_t padded_dim(std::size_t d) { return round_up(d, W); }
   template <class T>
@@ -244,13 +245,14 @@ struct Simd {
   // Micro-kernels
   // ---------------------------------------------------------------------------------------------
 
-  // NOTE: a group of at most kStreamingRows rows is decoding: it reads each key block once, from
-  // memory, at a few FMAs per byte, and the FMAs in the reorder window leave too few loads in
-  // flight to cover the memory latency (a read sweep with 4 FMAs per float loaded streamed 76-78%
-  // of a plain sweep's bytes). Its micro-kernels prefetch, into L2, the data a fixed distance ahead
-  // in each stream they read, one prefetch per vector loaded: the next tile's panels (scores),
-  // the key kBlendKeys ahead (blend). Prefetching the next key block in a burst per panel was
-  // slower than none; spread over the loads, it is faster on every type and ISA (README).
+  // NOTE: a group of at most kStreamingRows rows (decoding's folded heads; elsewhere, edge groups
+  // and the ragged tails of causal blocks) does few FMAs per byte it reads. Decoding reads each
+  // key block once, from memory, and the FMAs in the reorder window leave too few loads in flight
+  // to cover the memory latency. So the micro-kernels of such groups prefetch, into L2, the data
+  // a fixed distance ahead in each stream they read, one prefetch per vector loaded: (V + 1) / 2
+  // panels ahead (scores), kBlendKeys keys ahead (blend). Spread over the loads this way, decoding
+  // ran faster on AVX2 and AVX-512; the next key block prefetched in a burst per panel was slower
+  // than no prefetch (README, the decode study).
   static constexpr std::size_t kStreamingRows = 4;
   template <class T>
   static void prefetch_l2(const T* p) {
@@ -277,7 +279,7 @@ struct Simd {
       batch k[V];
 #pragma GCC unroll 8
       for (std::size_t x = 0; x < V; ++x) k[x] = load_kv(at[x] + c * NR);
-      if constexpr (R <= kStreamingRows) {  // the next tile's panels, at this step's row
+      if constexpr (R <= kStreamingRows) {  // (V + 1) / 2 panels ahead, at this step's row
 #pragma GCC unroll 8
         for (std::size_t x = 0; x < V; ++x) prefetch_l2(at[x] + (V + 1) / 2 * NR * d + c * NR);
       }
@@ -350,7 +352,7 @@ struct Simd {
     with_rows(rows, f, std::make_index_sequence<MR>{});
   }
 
-  // NOTE: a group of few rows (decoding: 1 to 4 query rows per key/value head) would keep only 2
+  // NOTE: a group of few rows (decoding's 1 to 4 folded rows, or an edge group) would keep only 2
   // FMA chains per row in an MR x NR tile: too few to cover the FMA latency times 2 ports (8 to
   // 10), and one broadcast Q or P value per 2 FMAs. Such a group's tiles are wider instead, up to
   // 8 vectors of keys (scores) or of output columns (blend): as many chains as make 16 at most, in

@@ -4,7 +4,7 @@
 //
 // For a block of Br query rows (Simd::query_block: 48-192, from the L2 size), key blocks of Bc
 // keys stream past; for each group of MR rows:
-//   S = Q K_block^T                      (score micro-kernel, MR x NR tiles)
+//   S = Q K_block^T                      (score micro-kernel, MR x NR tiles; wider for few rows)
 //   S *= scale, m_new = max(m, rowmax S)  (one pass)
 //   P = exp(S - m_new), l = l * exp(m - m_new) + rowsum P   (one pass)
 //   O = O * exp(m - m_new) + P V_block    (blend micro-kernel; the rescale fused into its load)
