@@ -1,7 +1,7 @@
 // The K/V storage types (KvType) as the kernels see them, and their scalar conversions: the one
 // definition of rounding that the public float_to_f16 & co. (kv_types.cpp), every kernel's
 // packing and the tests agree with bit for bit. The SIMD kernels widen stored values to float32
-// in registers (simd_common.hpp's load_kv); the arithmetic is float32 throughout.
+// in registers (simd_storage.hpp's load_kv); the arithmetic is float32 throughout.
 #pragma once
 
 #include <cstddef>
