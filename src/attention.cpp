@@ -216,7 +216,6 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   validate(kernel, shape, options, tensors);
   const float scale = effective_scale(shape, options);
   const std::size_t d = shape.head_dim;
-  const std::size_t heads = shape.batch * shape.q_heads;
   const std::size_t kv_heads = shape.batch * shape.kv_heads;
   const KvCache* cache = tensors.kv_cache;
   const kernels::KernelCode& code = *kernel.code(cache ? cache->type() : options.kv_type);
@@ -251,52 +250,55 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
                         packed_head(head_offsets(shape, b, h).kv_head), capacity, b, h);
   };
 
+  // NOTE: decoding folds the `group` query heads that read one key/value head into one problem
+  // of group x q_len rows (contiguous in Q and O), so that K and V stream once per key/value head,
+  // not once per query head, and feed up to MR rows per load (call_plan.hpp: problems). A row's
+  // arithmetic is the same as unfolded.
+  const driver::Problems plan = driver::problems(code, shape);
+  auto problem = [&](std::size_t p) {
+    if (plan.group == 1) return head(p);
+    const std::size_t b = p / shape.kv_heads, h = p % shape.kv_heads * plan.group;
+    return head_problem(shape, scale, options.causal, tensors, packed_head(p), capacity, b, h,
+                        plan.group);
+  };
+
   if (splits_keys(code, shape)) {
-    // NOTE: decoding folds the `group` query heads that read one key/value head into one problem
-    // of group x q_len rows (contiguous in Q and O), so that each chunk of K and V streams from
-    // memory once per key/value head, not once per query head, and feeds up to MR rows per load.
-    // A row's arithmetic is the same as unfolded. Task (key/value head, chunk) leaves the chunk's
-    // (o, m, l) for every row; one merge per key/value head then combines the chunks in order.
-    const std::size_t group = shape.q_heads / shape.kv_heads;
-    auto folded = [&](std::size_t kv) {
-      const std::size_t b = kv / shape.kv_heads, h = kv % shape.kv_heads * group;
-      return head_problem(shape, scale, options.causal, tensors, packed_head(kv), capacity, b, h,
-                          group);
-    };
+    // Task (problem, chunk) leaves the chunk's (o, m, l) for every row; one merge per problem
+    // then combines the chunks in order.
     const std::size_t chunks = (shape.kv_len + kKeyChunk - 1) / kKeyChunk;
-    const std::size_t rows = group * shape.q_len;
-    float* buffer = ws.take<float>(kv_heads * chunks * rows * (d + 2));
-    std::vector<PartialRows> parts(kv_heads * chunks);
+    const std::size_t rows = plan.rows;
+    float* buffer = ws.take<float>(plan.count * chunks * rows * (d + 2));
+    std::vector<PartialRows> parts(plan.count * chunks);
     for (std::size_t p = 0; p < parts.size(); ++p) {
       float* base = buffer + p * rows * (d + 2);
       parts[p] = PartialRows{base, base + rows * d, base + rows * (d + 1)};
     }
-    tasks.run(kv_heads * chunks, [&](std::size_t t, Workspace& local) {
+    tasks.run(plan.count * chunks, [&](std::size_t t, Workspace& local) {
       const std::size_t c = t % chunks;
       Workspace::Scope scope(local);
-      code.forward.partial(folded(t / chunks), RowRange{0, rows},
+      code.forward.partial(problem(t / chunks), RowRange{0, rows},
                            KeyRange{c * kKeyChunk, std::min((c + 1) * kKeyChunk, shape.kv_len)},
                            parts[t], local);
     });
-    tasks.run(kv_heads, [&](std::size_t kv, Workspace&) {
-      const HeadProblem h = folded(kv);
+    tasks.run(plan.count, [&](std::size_t p, Workspace&) {
+      const HeadProblem h = problem(p);
       for (std::size_t i = 0; i < rows; ++i)
-        merge_row(chunks, d, &parts[kv * chunks], i, h.o + i * d, h.lse ? h.lse + i : nullptr);
+        merge_row(chunks, d, &parts[p * chunks], i, h.o + i * d, h.lse ? h.lse + i : nullptr);
     });
     return kernel;
   }
 
-  // NOTE: every task is (batch, query head, block of query rows); inline, a task is a whole head.
-  // Rows are independent, and a row's arithmetic does not depend on which task or thread
-  // computes it, so the output is the same for every thread count.
+  // NOTE: every task is (problem, block of query rows); inline, a task is a whole problem. Rows
+  // are independent, and a row's arithmetic does not depend on which task or thread computes it,
+  // so the output is the same for every thread count.
   const std::size_t block =
-      tasks.parallel() ? task_rows(code, shape, heads, tasks.threads()) : shape.q_len;
-  const std::size_t blocks_per_head = (shape.q_len + block - 1) / block;
-  tasks.run(heads * blocks_per_head, [&](std::size_t t, Workspace& local) {
-    const std::size_t first = (t % blocks_per_head) * block;
+      tasks.parallel() ? task_rows(code, shape, plan, tasks.threads()) : plan.rows;
+  const std::size_t blocks_per_problem = (plan.rows + block - 1) / block;
+  tasks.run(plan.count * blocks_per_problem, [&](std::size_t t, Workspace& local) {
+    const std::size_t first = (t % blocks_per_problem) * block;
     Workspace::Scope scope(local);
-    code.forward.rows(head(t / blocks_per_head),
-                      RowRange{first, std::min(first + block, shape.q_len)}, local);
+    code.forward.rows(problem(t / blocks_per_problem),
+                      RowRange{first, std::min(first + block, plan.rows)}, local);
   });
   return kernel;
 }

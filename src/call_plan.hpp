@@ -13,29 +13,49 @@ namespace attnbench::driver {
 using kernels::kKeyChunk;
 using kernels::kRowsPerTask;
 
+// Decoding (few query rows) folds the query heads that share a key/value head into one problem
+// of group x q_len rows, at every key length: each key block then streams once per key/value
+// head, not once per query head, and feeds up to MR rows per load. A row's arithmetic is the same
+// folded or not (tested), so folding changes no result.
+constexpr std::size_t kDecodeRows = kRowsPerTask;
+
+inline bool folds_heads(const kernels::KernelCode& code, const Shape& shape) {
+  return code.forward.partial != nullptr && shape.q_len <= kDecodeRows;
+}
+
+// The problems a forward call's tasks share out: one per (batch, query head) of q_len rows, or,
+// when decoding folds, one per (batch, key/value head) of group x q_len rows.
+struct Problems {
+  std::size_t count;  // problems
+  std::size_t group;  // query heads per problem
+  std::size_t rows;   // query rows per problem: group x q_len
+};
+
+inline Problems problems(const kernels::KernelCode& code, const Shape& shape) {
+  const std::size_t group = folds_heads(code, shape) ? shape.q_heads / shape.kv_heads : 1;
+  return {shape.batch * shape.q_heads / group, group, group * shape.q_len};
+}
+
 // Query rows per parallel task: the kernel's query block (the rows that share a pass over K and
 // V), halved down to kRowsPerTask while the call would make fewer than kTasksPerThread tasks per
 // thread: with at least 16 equal tasks each, the last task leaves a thread idle for at most 1/16
 // of the call. The rows are whole query blocks, so a row's arithmetic is the same.
 constexpr std::size_t kTasksPerThread = 16;
 
-inline std::size_t task_rows(const kernels::KernelCode& code, const Shape& shape, std::size_t heads,
-                             std::size_t threads) {
+inline std::size_t task_rows(const kernels::KernelCode& code, const Shape& shape,
+                             const Problems& problems, std::size_t threads) {
   std::size_t rows =
       code.forward.query_block ? code.forward.query_block(shape.head_dim) : kRowsPerTask;
-  auto tasks = [&](std::size_t r) { return heads * ((shape.q_len + r - 1) / r); };
+  auto tasks = [&](std::size_t r) { return problems.count * ((problems.rows + r - 1) / r); };
   while (rows > kRowsPerTask && tasks(rows) < kTasksPerThread * threads) rows /= 2;
   return rows;
 }
 
-// Decoding (few query rows, many keys) splits the keys into chunks of kKeyChunk and merges the
-// chunks' partial results by log-sum-exp. Whether to split depends on the shape only, never on
-// the thread count, so results stay bitwise equal for every thread count.
-constexpr std::size_t kDecodeRows = kRowsPerTask;
-
+// Decoding with many keys also splits the keys into chunks of kKeyChunk and merges the chunks'
+// partial results by log-sum-exp. Whether to split depends on the shape only, never on the thread
+// count, so results stay bitwise equal for every thread count.
 inline bool splits_keys(const kernels::KernelCode& code, const Shape& shape) {
-  return code.forward.partial != nullptr && shape.q_len <= kDecodeRows &&
-         shape.kv_len >= 2 * kKeyChunk;
+  return folds_heads(code, shape) && shape.kv_len >= 2 * kKeyChunk;
 }
 
 }  // namespace attnbench::driver

@@ -39,7 +39,6 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
   const double k_bytes = double(d) * element, v_bytes = double(packs ? dp : d) * element;
   const double key_bytes = k_bytes + v_bytes;
   const std::size_t threads = worker_threads(options);
-  const std::size_t heads = shape.batch * shape.q_heads;
   const std::size_t kv_heads = shape.batch * shape.kv_heads;
 
   // One problem as the kernel sees it: `rows` query rows (row i being row i % head_rows of its
@@ -89,21 +88,19 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
   };
 
   const bool parallel = threads > 1;
-  if (driver::splits_keys(*code, shape)) {
-    // Decoding: each key/value head's query heads folded into one problem, its keys in chunks.
-    const std::size_t group = shape.q_heads / shape.kv_heads;
-    const std::size_t rows = group * shape.q_len;
-    count_problem(rows, shape.q_len, shape.kv_len, rows, double(kv_heads));
+  // Decoding folds each key/value head's query heads into one problem (driver::problems).
+  const driver::Problems plan = driver::problems(*code, shape);
+  if (driver::splits_keys(*code, shape)) {  // and splits its keys into chunks
+    count_problem(plan.rows, shape.q_len, shape.kv_len, plan.rows, double(plan.count));
     if (parallel) {
-      c.compute_tasks = double(kv_heads * blocks(shape.kv_len, kernels::kKeyChunk));
-      c.tasks += c.compute_tasks + double(kv_heads);  // and one merge per key/value head
+      c.compute_tasks = double(plan.count * blocks(shape.kv_len, kernels::kKeyChunk));
+      c.tasks += c.compute_tasks + double(plan.count);  // and one merge per problem
     }
   } else {
-    const std::size_t task =
-        parallel ? driver::task_rows(*code, shape, heads, threads) : shape.q_len;
-    count_problem(shape.q_len, shape.q_len, shape.kv_len, task, double(heads));
+    const std::size_t task = parallel ? driver::task_rows(*code, shape, plan, threads) : plan.rows;
+    count_problem(plan.rows, shape.q_len, shape.kv_len, task, double(plan.count));
     if (parallel) {
-      c.compute_tasks = double(heads * blocks(shape.q_len, task));
+      c.compute_tasks = double(plan.count * blocks(plan.rows, task));
       c.tasks += c.compute_tasks;
     }
     if (kernel.strategy == Strategy::naive) {

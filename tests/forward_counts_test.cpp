@@ -110,17 +110,27 @@ TEST(ForwardCounts, ThreadsCountTasksAndTheirQueryBlocks) {
 }
 
 // Decoding folds each key/value head's query heads into one problem: K and V stream once per
-// key/value head, in the stored type's bytes.
+// key/value head, in the stored type's bytes, whether the keys are split into chunks (8192) or
+// not (2048, under two chunks).
 TEST(ForwardCounts, DecodingStreamsEachKeyValueHeadOnce) {
   const Kernel& k = resolve(*find_kernel("tiled/simd"));
   if (!k.available()) GTEST_SKIP() << "no SIMD kernel on this CPU";
-  const Shape shape{1, 32, 8, 1, 8192, 128};
   const kernels::ForwardBlocking b = k.code()->forward.blocking(128);
-  const double keys = 8.0 * 8192 * double(128 + b.padded_dim);
-  EXPECT_DOUBLE_EQ(forward_counts(k, shape, with(1)).kv_stream_bytes, keys * 4);
-  EXPECT_DOUBLE_EQ(forward_counts(k, shape, with(1, false, KvType::f16)).kv_stream_bytes, keys * 2);
-  EXPECT_DOUBLE_EQ(forward_counts(k, shape, with(2)).tasks,
-                   8.0 * (8192 / kernels::kKeyChunk + 1) + 8.0 * (8192 / kernels::kPackKeys));
+  for (const std::size_t kv_len : {8192, 2048}) {
+    const Shape shape{1, 32, 8, 1, kv_len, 128};
+    const double keys = 8.0 * double(kv_len) * double(128 + b.padded_dim);
+    EXPECT_DOUBLE_EQ(forward_counts(k, shape, with(1)).kv_stream_bytes, keys * 4) << kv_len;
+    EXPECT_DOUBLE_EQ(forward_counts(k, shape, with(1, false, KvType::f16)).kv_stream_bytes,
+                     keys * 2)
+        << kv_len;
+    // A task per (key/value head, chunk) and a merge per key/value head; unsplit, a task per
+    // key/value head. Then the packing's tasks.
+    const double compute =
+        kv_len >= 2 * kernels::kKeyChunk ? 8.0 * double(kv_len / kernels::kKeyChunk + 1) : 8.0;
+    EXPECT_DOUBLE_EQ(forward_counts(k, shape, with(2)).tasks,
+                     compute + 8.0 * double(kv_len / kernels::kPackKeys))
+        << kv_len;
+  }
 }
 
 // A SIMD kernel under the causal mask: a micro-tile scores the keys of its widest (last) row in

@@ -141,8 +141,9 @@ TEST(KvCache, AppendsGiveWhatOneCallsPackingGives) {
   }
 }
 
-// Decoding folds the query heads of a key/value head into one problem: each row's result is the
-// one it has as a head of its own (a call per query head, multi-head with one head).
+// Decoding folds the query heads of a key/value head into one problem, with its keys split into
+// chunks (4500 keys) or not (1000): each row's result is the one it has as a head of its own (a
+// call per query head, multi-head with one head).
 TEST(KvCache, FoldedQueryHeadsGiveWhatSeparateHeadsGive) {
   for (const std::string& name : storing_kernels()) {
     const Kernel& kernel = *find_kernel(name);
@@ -150,18 +151,21 @@ TEST(KvCache, FoldedQueryHeadsGiveWhatSeparateHeadsGive) {
     // micro-kernels (tile_vectors) and the MR-row tiles; d = 40 leaves a one-vector column tail.
     for (const std::size_t heads : {4, 5}) {
       for (const std::size_t d : {64, 40}) {
-        for (std::size_t q_len : {1, 3}) {
-          const Layer layer(heads, 1, q_len, 4500, d, 5);
-          Workspace ws;
-          const std::vector<float> grouped = run(kernel, layer.p, ws);
-          for (std::size_t h = 0; h < heads; ++h) {
-            Problem one(Shape{1, 1, 1, q_len, 4500, d}, layer.p.options);
-            one.k = layer.p.k;
-            one.v = layer.p.v;
-            std::copy_n(layer.p.q.begin() + h * q_len * d, q_len * d, one.q.begin());
-            const std::vector<float> alone = run(kernel, one, ws);
-            EXPECT_TRUE(std::equal(alone.begin(), alone.end(), grouped.begin() + h * q_len * d))
-                << name << " heads " << heads << " d " << d << " head " << h << " q_len " << q_len;
+        for (const std::size_t q_len : {1, 3}) {
+          for (const std::size_t kv_len : {4500, 1000}) {
+            const Layer layer(heads, 1, q_len, kv_len, d, 5);
+            Workspace ws;
+            const std::vector<float> grouped = run(kernel, layer.p, ws);
+            for (std::size_t h = 0; h < heads; ++h) {
+              Problem one(Shape{1, 1, 1, q_len, kv_len, d}, layer.p.options);
+              one.k = layer.p.k;
+              one.v = layer.p.v;
+              std::copy_n(layer.p.q.begin() + h * q_len * d, q_len * d, one.q.begin());
+              const std::vector<float> alone = run(kernel, one, ws);
+              EXPECT_TRUE(std::equal(alone.begin(), alone.end(), grouped.begin() + h * q_len * d))
+                  << name << " heads " << heads << " d " << d << " head " << h << " q_len " << q_len
+                  << " kv_len " << kv_len;
+            }
           }
         }
       }
