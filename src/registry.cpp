@@ -4,6 +4,7 @@
 #include <cpuid.h>
 #include <xsimd/xsimd.hpp>
 
+#include <array>
 #include <deque>
 #include <string>
 #include <vector>
@@ -29,11 +30,9 @@ bool has_f16c() {
   return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
 }
 
-}  // namespace
-
 // Run-time ISA checks: xsimd's CPUID reading, and the compiler's, which also asks the OS
 // whether it saves the wider registers.
-bool cpu_supports(Isa isa) {
+bool read_cpu_supports(Isa isa) {
   switch (isa) {
     case Isa::generic: return true;
     case Isa::sse4_2:
@@ -46,6 +45,18 @@ bool cpu_supports(Isa isa) {
       return xsimd::available_architectures().avx512f && __builtin_cpu_supports("avx512f");
   }
   return false;
+}
+
+}  // namespace
+
+// Read once per process: every call checks its kernel (validation, dispatch), and under a
+// hypervisor each CPUID instruction traps to it, which made these checks most of a short call's
+// time (a decode call over 16 keys on a KVM guest: the README's decode study).
+bool cpu_supports(Isa isa) {
+  static const std::array<bool, 4> supported = {
+      read_cpu_supports(Isa::generic), read_cpu_supports(Isa::sse4_2), read_cpu_supports(Isa::avx2),
+      read_cpu_supports(Isa::avx512f)};
+  return supported[static_cast<std::size_t>(isa)];
 }
 
 namespace {
