@@ -23,6 +23,7 @@
 #include "kernels/kernel_interface.hpp"
 #include "large_blocks.hpp"  // allocate_large_block
 #include "packed_head.hpp"
+#include "task_runner.hpp"
 
 namespace attnbench::bench {
 namespace {
@@ -150,15 +151,15 @@ double task_seconds(std::size_t threads) {
   return samples[samples.size() / 2];
 }
 
-// Seconds to make a `threads`-thread arena and run one loop of `threads` empty tasks on it, the
-// median of many calls.
+// Seconds to start a call on `threads` threads as the driver does (a driver::TaskRunner on its
+// kept arena) and run one loop of `threads` empty tasks on it, the median of many calls.
 double call_start_seconds(std::size_t threads) {
+  Workspace ws;
   std::vector<double> samples;
   for (int call = 0; call < 201; ++call) {
     const auto t0 = Clock::now();
-    tbb::task_arena arena(static_cast<int>(threads));
-    arena.execute(
-        [&] { tbb::parallel_for(std::size_t{0}, threads, [](std::size_t i) { keep(float(i)); }); });
+    driver::TaskRunner tasks(threads, ws);
+    tasks.run(threads, [](std::size_t i, Workspace&) { keep(float(i)); });
     samples.push_back(seconds_since(t0));
   }
   std::sort(samples.begin(), samples.end());

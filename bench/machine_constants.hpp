@@ -31,8 +31,8 @@ struct MachineConstant {
 //                              the same phases per thread while t threads each run them at once
 //   read_gbs_dram_threads_<t>  the DRAM sweep on t threads
 //   task_s_threads_<t>         one empty task of a parallel loop on a t-thread arena
-//   call_start_s_threads_<t>   making a t-thread arena and running one loop of t empty tasks on
-//                              it, what the driver does once per call (driver::TaskRunner)
+//   call_start_s_threads_<t>   starting a t-thread call as the driver does (driver::TaskRunner on
+//                              its kept arena) and running one loop of t empty tasks on it
 std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads);
 
 }  // namespace attnbench::bench

@@ -12,7 +12,8 @@
 
 #include <atomic>
 #include <cstddef>
-#include <optional>
+#include <map>
+#include <memory>
 
 #include "attnbench.hpp"
 
@@ -23,11 +24,11 @@ class TaskRunner {
   TaskRunner(std::size_t threads, Workspace& ws) : ws_(ws), threads_(threads) {
     if (threads > 1) {
       ws.reserve_workers(threads);
-      arena_.emplace(static_cast<int>(threads));
+      arena_ = &arena(threads);
     }
   }
 
-  bool parallel() const { return arena_.has_value(); }
+  bool parallel() const { return arena_ != nullptr; }
   std::size_t threads() const { return threads_; }
 
   template <class Task>
@@ -67,9 +68,20 @@ class TaskRunner {
   }
 
  private:
+  // The arena of `threads` threads, made once per calling thread and kept for its life, so that
+  // concurrent callers never share one (as when each call made its own). An arena made anew at
+  // every call had its workers join it afresh for each run: on a 2-core KVM guest that was most of
+  // a short two-thread call (README, "Threads").
+  static tbb::task_arena& arena(std::size_t threads) {
+    thread_local std::map<std::size_t, std::unique_ptr<tbb::task_arena>> arenas;
+    std::unique_ptr<tbb::task_arena>& kept = arenas[threads];
+    if (!kept) kept = std::make_unique<tbb::task_arena>(static_cast<int>(threads));
+    return *kept;
+  }
+
   Workspace& ws_;
   std::size_t threads_;
-  std::optional<tbb::task_arena> arena_;
+  tbb::task_arena* arena_ = nullptr;
 };
 
 }  // namespace attnbench::driver
