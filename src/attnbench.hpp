@@ -215,6 +215,10 @@ class Workspace {
   struct Block;
   std::vector<Block> blocks_;
   std::vector<std::unique_ptr<Workspace>> workers_;
+  // The oneTBB arena of the last multithreaded call, kept for the next call with as many threads
+  // (driver::TaskRunner says why); it lives and dies with the workspace, so its owner decides.
+  struct Arena;
+  std::unique_ptr<Arena> arena_;
   std::size_t in_use_ = 0;
   std::size_t peak_ = 0;
 };

@@ -12,19 +12,37 @@
 
 #include <atomic>
 #include <cstddef>
-#include <map>
 #include <memory>
 
 #include "attnbench.hpp"
+
+namespace attnbench {
+
+// The arena a Workspace keeps (Workspace::arena_): one of `threads` threads.
+struct Workspace::Arena {
+  explicit Arena(std::size_t threads) : threads(threads), arena(static_cast<int>(threads)) {}
+  std::size_t threads;
+  tbb::task_arena arena;
+};
+
+}  // namespace attnbench
 
 namespace attnbench::driver {
 
 class TaskRunner {
  public:
+  // NOTE: the arena is the workspace's, made on its first call of this many threads and kept for
+  // the next (a call of another thread count replaces it). An arena made anew at every call had
+  // its worker join it afresh for each run (packing, then compute): on a 2-core KVM guest that
+  // was most of a short two-thread call (README, "Threads"). A workspace serves one caller at a
+  // time, so concurrent callers never share an arena, and its owner decides when the arena (and
+  // the reference it holds on oneTBB's scheduler) goes.
   TaskRunner(std::size_t threads, Workspace& ws) : ws_(ws), threads_(threads) {
     if (threads > 1) {
       ws.reserve_workers(threads);
-      arena_ = &arena(threads);
+      if (!ws.arena_ || ws.arena_->threads != threads)
+        ws.arena_ = std::make_unique<Workspace::Arena>(threads);
+      arena_ = &ws.arena_->arena;
     }
   }
 
@@ -68,17 +86,6 @@ class TaskRunner {
   }
 
  private:
-  // The arena of `threads` threads, made once per calling thread and kept for its life, so that
-  // concurrent callers never share one (as when each call made its own). An arena made anew at
-  // every call had its workers join it afresh for each run: on a 2-core KVM guest that was most of
-  // a short two-thread call (README, "Threads").
-  static tbb::task_arena& arena(std::size_t threads) {
-    thread_local std::map<std::size_t, std::unique_ptr<tbb::task_arena>> arenas;
-    std::unique_ptr<tbb::task_arena>& kept = arenas[threads];
-    if (!kept) kept = std::make_unique<tbb::task_arena>(static_cast<int>(threads));
-    return *kept;
-  }
-
   Workspace& ws_;
   std::size_t threads_;
   tbb::task_arena* arena_ = nullptr;

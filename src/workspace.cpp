@@ -6,6 +6,7 @@
 
 #include "attnbench.hpp"
 #include "large_blocks.hpp"
+#include "task_runner.hpp"  // Workspace::Arena
 
 namespace attnbench {
 

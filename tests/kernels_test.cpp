@@ -290,12 +290,12 @@ TEST_P(EveryKernel, NaNAndInfLandWhereTheOracleHasThem) {
 
 TEST_P(EveryKernel, MultithreadedOutputIsBitwiseIdentical) {
   SKIP_IF_UNAVAILABLE(kernel());
-  // Row blocks of several heads (causal, uneven), and a decode shape whose keys are split; 32
-  // heads of 500 rows make the SIMD tiled kernels' tasks 192 rows on 2 and 3 threads and 96 on 8
-  // (the driver's task_rows; 48 for kernels without a query block), each with a shorter last
-  // block.
-  for (const Shape& shape :
-       {Shape{1, 3, 1, 300, 257, 33}, Shape{1, 2, 1, 2, 9000, 40}, Shape{2, 16, 4, 500, 300, 24}}) {
+  // Row blocks of several heads (causal, uneven), a decode shape whose keys are split and one
+  // whose keys are not (its 4 query heads of 17 rows folded per key/value head); 32 heads of 500
+  // rows make the SIMD tiled kernels' tasks 192 rows on 2 and 3 threads and 96 on 8 (the
+  // driver's task_rows; 48 for kernels without a query block), each with a shorter last block.
+  for (const Shape& shape : {Shape{1, 3, 1, 300, 257, 33}, Shape{1, 2, 1, 2, 9000, 40},
+                             Shape{2, 8, 2, 17, 1000, 40}, Shape{2, 16, 4, 500, 300, 24}}) {
     Problem p = random_problem(shape, true, 23);
     Workspace ws;
     const std::vector<float> serial = run(kernel(), p, ws);
