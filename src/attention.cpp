@@ -244,22 +244,17 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
     if (cache) return cache->head_storage(kv_head);
     return packed ? packed + kv_head * per_head : nullptr;
   };
-  auto head = [&](std::size_t bh) {
-    const std::size_t b = bh / shape.q_heads, h = bh % shape.q_heads;
-    return head_problem(shape, scale, options.causal, tensors,
-                        packed_head(head_offsets(shape, b, h).kv_head), capacity, b, h);
-  };
-
   // NOTE: decoding folds the `group` query heads that read one key/value head into one problem
   // of group x q_len rows (contiguous in Q and O), so that K and V stream once per key/value head,
   // not once per query head, and feed up to MR rows per load (call_plan.hpp: problems). A row's
-  // arithmetic is the same as unfolded.
+  // arithmetic is the same as unfolded. Problem p is batch p / per_batch, query heads from
+  // (p % per_batch) x group on (group 1: one query head).
   const driver::Problems plan = driver::problems(code, shape);
+  const std::size_t per_batch = shape.q_heads / plan.group;
   auto problem = [&](std::size_t p) {
-    if (plan.group == 1) return head(p);
-    const std::size_t b = p / shape.kv_heads, h = p % shape.kv_heads * plan.group;
-    return head_problem(shape, scale, options.causal, tensors, packed_head(p), capacity, b, h,
-                        plan.group);
+    const std::size_t b = p / per_batch, h = p % per_batch * plan.group;
+    return head_problem(shape, scale, options.causal, tensors,
+                        packed_head(head_offsets(shape, b, h).kv_head), capacity, b, h, plan.group);
   };
 
   if (splits_keys(code, shape)) {

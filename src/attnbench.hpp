@@ -241,6 +241,7 @@ enum class Backend {
 
 // The instruction set a kernel needs beyond plain x86-64. `avx2` means AVX2 + FMA.
 enum class Isa { generic, sse4_2, avx2, avx512f };
+inline constexpr std::size_t kIsas = 4;
 // Does this CPU (and the OS, for the wider registers) support `isa`?
 bool cpu_supports(Isa isa);
 

@@ -53,9 +53,11 @@ bool read_cpu_supports(Isa isa) {
 // hypervisor each CPUID instruction traps to it, which made these checks most of a short call's
 // time (a decode call over 16 keys on a KVM guest: the README's decode study).
 bool cpu_supports(Isa isa) {
-  static const std::array<bool, 4> supported = {
-      read_cpu_supports(Isa::generic), read_cpu_supports(Isa::sse4_2), read_cpu_supports(Isa::avx2),
-      read_cpu_supports(Isa::avx512f)};
+  static const std::array<bool, kIsas> supported = [] {
+    std::array<bool, kIsas> read{};
+    for (std::size_t i = 0; i < kIsas; ++i) read[i] = read_cpu_supports(static_cast<Isa>(i));
+    return read;
+  }();
   return supported[static_cast<std::size_t>(isa)];
 }
 
