@@ -21,6 +21,7 @@ inline void add_cost_counters(benchmark::State& state, const Kernel& kernel, con
                                                    {"softmax_scores", c.softmax_scores},
                                                    {"kv_stream_bytes", c.kv_stream_bytes},
                                                    {"kv_head_bytes", c.kv_head_bytes},
+                                                   {"kv_set_bytes", c.kv_set_bytes},
                                                    {"score_sweeps", c.score_sweeps},
                                                    {"score_bytes", c.score_bytes},
                                                    {"score_set_bytes", c.score_set_bytes},

@@ -37,15 +37,20 @@ inline Problems problems(const kernels::KernelCode& code, const Shape& shape) {
 }
 
 // Query rows per parallel task: the kernel's query block (the rows that share a pass over K and
-// V), halved down to kRowsPerTask while the call would make fewer than kTasksPerThread tasks per
-// thread: with at least 16 equal tasks each, the last task leaves a thread idle for at most 1/16
-// of the call. The rows are whole query blocks, so a row's arithmetic is the same.
+// V; a super block of them when the kernel takes the head's keys in chunks), halved down to
+// kRowsPerTask while the call would make fewer than kTasksPerThread tasks per thread: with at
+// least 16 equal tasks each, the last task leaves a thread idle for at most 1/16 of the call. The
+// rows are whole query blocks, so a row's arithmetic is the same.
 constexpr std::size_t kTasksPerThread = 16;
 
 inline std::size_t task_rows(const kernels::KernelCode& code, const Shape& shape,
                              const Problems& problems, std::size_t threads) {
   std::size_t rows =
       code.forward.query_block ? code.forward.query_block(shape.head_dim) : kRowsPerTask;
+  if (code.forward.blocking) {
+    const kernels::ForwardBlocking b = code.forward.blocking(shape.head_dim);
+    if (b.chunk_keys > 0 && shape.kv_len > b.chunk_keys) rows *= b.super_blocks;
+  }
   auto tasks = [&](std::size_t r) { return problems.count * ((problems.rows + r - 1) / r); };
   while (rows > kRowsPerTask && tasks(rows) < kTasksPerThread * threads) rows /= 2;
   return rows;

@@ -90,6 +90,7 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
   const bool parallel = threads > 1;
   // Decoding folds each key/value head's query heads into one problem (driver::problems).
   const driver::Problems plan = driver::problems(*code, shape);
+  bool chunked = false;  // a task passes super blocks of query blocks over chunks of keys
   if (driver::splits_keys(*code, shape)) {  // and splits its keys into chunks
     count_problem(plan.rows, shape.q_len, shape.kv_len, plan.rows, double(plan.count));
     if (parallel) {
@@ -99,6 +100,8 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
   } else {
     const std::size_t task = parallel ? driver::task_rows(*code, shape, plan, threads) : plan.rows;
     count_problem(plan.rows, shape.q_len, shape.kv_len, task, double(plan.count));
+    chunked = b.chunk_keys > 0 && shape.kv_len > b.chunk_keys &&
+              std::min(task, plan.rows) > b.query_block;
     if (parallel) {
       c.compute_tasks = double(plan.count * blocks(plan.rows, task));
       c.tasks += c.compute_tasks;
@@ -112,6 +115,7 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
   }
   c.key_block = std::min(b.key_block, shape.kv_len);
   c.kv_head_bytes = double(shape.kv_len) * key_bytes;
+  c.kv_set_bytes = chunked ? double(b.chunk_keys) * key_bytes : c.kv_head_bytes;
   if (packs) {
     c.pack_bytes = 2.0 * double(shape.kv_elements()) * 4.0 +
                    double(kernels::packed_bytes(code->packing, shape));

@@ -25,8 +25,11 @@ struct ForwardCounts {
   // per query block of Br rows (once per row for kernels that have no blocks), K for the keys the
   // block scores, V for those it blends.
   double kv_stream_bytes = 0;
-  // The packed K and V of one key/value head: the working set the stream is read from.
+  // The packed K and V of one key/value head.
   double kv_head_bytes = 0;
+  // The working set the stream is read from: the head's K and V, or one key chunk's when a task
+  // passes a super block of query blocks over each chunk (ForwardBlocking::chunk_keys).
+  double kv_set_bytes = 0;
   // Naive kernels: the sweeps their passes make of the materialised score matrix
   // (ForwardBlocking::score_sweeps: the score pass's write, each pass's reads and writes, the
   // blend's read), the bytes those sweeps move, and the score matrix one task holds at a time.

@@ -109,6 +109,27 @@ TEST(ForwardCounts, ThreadsCountTasksAndTheirQueryBlocks) {
   EXPECT_DOUBLE_EQ(two.score_fmas, one.score_fmas);
 }
 
+// A head whose K and V outgrow one key chunk is read, one chunk at a time, by a super block of
+// query blocks: the stream still passes once per query block, from a working set of one chunk.
+TEST(ForwardCounts, KeyChunksAreTheStreamsWorkingSet) {
+  const Kernel& k = resolve(*find_kernel("tiled/simd"));
+  if (!k.available()) GTEST_SKIP() << "no SIMD kernel on this CPU";
+  const kernels::ForwardBlocking b = k.code()->forward.blocking(256);
+  ASSERT_GT(b.chunk_keys, 0u);
+  const double key_bytes = (256.0 + double(b.padded_dim)) * 4;
+  const std::size_t q_len = b.query_block * b.super_blocks * 2;
+  const Shape long_head{1, 1, 1, q_len, 2 * b.chunk_keys + 37, 256};
+  const ForwardCounts c = forward_counts(k, long_head, with(1));
+  EXPECT_DOUBLE_EQ(c.kv_head_bytes, double(long_head.kv_len) * key_bytes);
+  EXPECT_DOUBLE_EQ(c.kv_set_bytes,
+                   b.super_blocks > 1 ? double(b.chunk_keys) * key_bytes : c.kv_head_bytes);
+  EXPECT_DOUBLE_EQ(c.kv_stream_bytes,
+                   double(blocks(q_len, b.query_block)) * double(long_head.kv_len) * key_bytes);
+  const Shape one_chunk{1, 1, 1, q_len, b.chunk_keys, 256};
+  const ForwardCounts short_head = forward_counts(k, one_chunk, with(1));
+  EXPECT_DOUBLE_EQ(short_head.kv_set_bytes, short_head.kv_head_bytes);
+}
+
 // Decoding folds each key/value head's query heads into one problem: K and V stream once per
 // key/value head, in the stored type's bytes, whether the keys are split into chunks (8192) or
 // not (2048, under two chunks).

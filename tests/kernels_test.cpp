@@ -308,6 +308,32 @@ TEST_P(EveryKernel, MultithreadedOutputIsBitwiseIdentical) {
   }
 }
 
+TEST_P(EveryKernel, LongHeadsInKeyChunksGiveWhatQueryBlocksAloneGive) {
+  SKIP_IF_UNAVAILABLE(kernel());
+  // A head whose K and V outgrow one L3 chunk: one thread takes it whole, in super blocks of
+  // query blocks over each chunk of keys; two threads take tasks of one query block, each over
+  // all keys. Rows meet the same key blocks in the same order either way: bitwise equal, and
+  // within the oracle's bound. The shape leaves a short last chunk and a short last super block.
+  const std::size_t d = 250;
+  const kernels::KernelCode* code = resolve(kernel()).code();
+  const kernels::ForwardBlocking b =
+      code && code->forward.blocking ? code->forward.blocking(d) : kernels::ForwardBlocking{};
+  if (b.chunk_keys == 0) GTEST_SKIP() << kernel().name << " takes no key chunks";
+  ASSERT_GT(b.super_blocks, 1u) << "a super block of one query block would test nothing";
+  const std::size_t q_len = b.query_block * (b.super_blocks + 1) + 5;
+  const std::size_t kv_len = 2 * b.chunk_keys + 37;
+  for (bool causal : {false, true}) {
+    Problem p = random_problem({1, 1, 1, q_len, kv_len, d}, causal, 29);
+    Workspace ws;
+    const std::vector<float> whole = run(kernel(), p, ws);
+    if (!causal) check_against_oracle(p, whole, oracle(p));
+    p.options.threads = 2;
+    const std::vector<float> blocks = run(kernel(), p, ws);
+    EXPECT_EQ(0, std::memcmp(whole.data(), blocks.data(), whole.size() * sizeof(float)))
+        << "causal " << causal;
+  }
+}
+
 TEST_P(EveryKernel, ThreadedCallsWorkFromInsideAnArenaAndFromOtherThreads) {
   SKIP_IF_UNAVAILABLE(kernel());
   Problem p = random_problem({1, 2, 2, 100, 120, 16}, false, 31);

@@ -14,7 +14,8 @@ A point's time is the sum of its phases, each priced by one constant:
 
     products   (score_fmas + blend_fmas) x 2 / the products' FLOP/s
     softmax    softmax_scores x the sweeps' seconds per score, plus the rescale exps (scalar exp)
-    K/V stream kv_stream_bytes / the read bandwidth of a working set of one head's packed K and V,
+    K/V stream kv_stream_bytes / the read bandwidth of the working set it is read from (kv_set_bytes:
+               one head's packed K and V, or one key chunk's for a kernel that takes chunks),
                when that exceeds the L2 (from L2 the products' own constant already paid it); for
                kernels without query blocks, which sweep K and V in order once per row, only what
                the sweep adds beyond the work
@@ -235,7 +236,11 @@ def raw_phases(machine: Machine, r: Record) -> dict | None:
         gbs = machine.read_gbs(working_set, t)
         return nbytes / (gbs * 1e9) if gbs else math.nan
 
-    kv_set = r.count("kv_head_bytes")
+    # The set the stream is read from: one key chunk's K and V where the kernel passes super blocks
+    # of query blocks over chunks (runs before it counted them: the head's).
+    kv_set = r.count("kv_set_bytes")
+    if not math.isfinite(kv_set):
+        kv_set = r.count("kv_head_bytes")
     stream = priced(r.count("kv_stream_bytes"), kv_set) if machine.beyond(kv_set, 2) else 0.0
     if r.count("query_block") <= 1:
         # A kernel without query blocks sweeps K and V in order once per row while it computes:

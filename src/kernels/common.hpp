@@ -17,12 +17,18 @@ namespace {
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 
 inline std::size_t min_of(std::size_t a, std::size_t b) { return a < b ? a : b; }
+inline std::size_t max_of(std::size_t a, std::size_t b) { return a < b ? b : a; }
 
 // The per-core L2 this CPU reports, in bytes (sysconf), or 512 KiB where it reports none: what
 // the SIMD kernels size their key and query blocks from.
 inline std::size_t reported_l2_bytes() {
   const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
   return reported > 0 ? std::size_t(reported) : std::size_t{512} << 10;
+}
+// The L3 this CPU reports, in bytes, or 0 where it reports none.
+inline std::size_t reported_l3_bytes() {
+  const long reported = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return reported > 0 ? std::size_t(reported) : 0;
 }
 inline float scalar_exp(float x) { return __builtin_expf(x); }
 

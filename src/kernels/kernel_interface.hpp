@@ -308,6 +308,10 @@ struct ForwardBlocking {
   // Naive kernels that score every key and mask afterwards (one sgemm per row block): the score
   // product and its K stream cover all keys under the causal mask too.
   bool scores_masked_keys = false;
+  // Tiled SIMD kernels: a head of more than chunk_keys keys is computed in chunks of that many
+  // keys (K and V kept in L3), each passed over by super_blocks query blocks at once (0: never).
+  std::size_t chunk_keys = 0;
+  std::size_t super_blocks = 1;
 };
 
 // The forward pass of one kernel.

@@ -94,6 +94,35 @@ struct Simd : SimdStorage<Arch> {
     return bc;
   }
 
+  // NOTE: K and V of a long head do not fit the L3 either. Query block after query block would
+  // then stream them from memory, and that stream is not hidden behind the FMAs: the products
+  // over one query block against a head of 32 MiB or more of K and V ran 3-16% slower than on a
+  // block in L2, while up to 16 MiB they lost nothing (Zen 5, 1 MiB of L2; the README's kernel
+  // section). So the tiled forward takes the keys in chunks of l3_keys(dp) (K and V of 4 L2s, at
+  // most a quarter of a reported L3) and passes a super block of query blocks over each chunk
+  // while it stays in L3: memory is read once per super block instead of once per query block.
+  // Each row still meets the same key blocks in the same order, so its result is unchanged.
+  static std::size_t l3_keys(std::size_t dp) {
+    static const std::size_t l3 = reported_l3_bytes();
+    static const std::size_t chunk = l3 ? min_of(4 * reported_l2_bytes(), l3 / 4)  //
+                                        : 4 * reported_l2_bytes();
+    const std::size_t bc = key_block(dp);
+    return max_of(bc, chunk / (8 * dp) / bc * bc);
+  }
+  // Query blocks of a super block: the largest power of two of them whose Q rows and accumulators
+  // (8 x dp bytes a row) take at most half a chunk's K and V (8 x dp bytes a key), so that the
+  // driver's tasks, halved from a super block, stay whole query blocks. One query block when the
+  // head's K and V fit one chunk.
+  static std::size_t super_blocks(std::size_t dp) {
+    const std::size_t most = l3_keys(dp) / 2 / query_block(dp);
+    std::size_t blocks = 1;
+    while (2 * blocks <= most) blocks *= 2;
+    return blocks;
+  }
+  static std::size_t super_rows(std::size_t dp, std::size_t kv_len) {
+    return query_block(dp) * (kv_len <= l3_keys(dp) ? 1 : super_blocks(dp));
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Packing, once per (batch, key/value head)
   // ---------------------------------------------------------------------------------------------

@@ -60,7 +60,9 @@ ForwardBlocking tiled_blocking(std::size_t head_dim) {
           .key_block = S::key_block(dp),
           .mr = S::MR,
           .nr = S::NR,
-          .padded_dim = dp};
+          .padded_dim = dp,
+          .chunk_keys = S::l3_keys(dp),
+          .super_blocks = S::super_blocks(dp)};
 }
 
 // One strategy's code for storage type T; the backward (float32 K/V only) with T = float.

@@ -8,8 +8,10 @@
 //   S *= scale, m_new = max(m, rowmax S)  (one pass)
 //   P = exp(S - m_new), l = l * exp(m - m_new) + rowsum P   (one pass)
 //   O = O * exp(m - m_new) + P V_block    (blend micro-kernel; the rescale fused into its load)
-// and at the end O /= l. Scratch: one MR x Bc score tile, the Br x d accumulator and 3 x Br
-// floats, whatever kv_len is; K and V are read from the packed copy the driver made once.
+// and at the end O /= l. A head whose K and V outgrow an L3 chunk is taken a chunk of keys at a
+// time by a super block of query blocks (Simd::l3_keys). Scratch: one MR x Bc score tile, the
+// accumulator and 2 floats of each row of a query block (of a super block for such a head); K and
+// V are read from the packed copy the driver made once.
 #pragma once
 
 #include "kernels/simd_common.hpp"
@@ -44,10 +46,13 @@ struct TiledSimd : Simd<Arch> {
     if constexpr (Phases != kAllPhases) {
       for (std::size_t x = 0; x < MR * Bc; ++x) s_tile[x] = 0.0f;
     }
-    float* o_acc = ws.take<float>(Br * dp);
-    float* m = ws.take<float>(Br);
-    float* l = ws.take<float>(Br);
-    float* alpha = ws.take<float>(Br);
+    // Br, or a super block of them (never more than the rows asked for: the scratch it sizes)
+    const std::size_t Rs = min_of(S::super_rows(dp, head.kv_len), rows.end - rows.begin);
+    const std::size_t Kc = S::l3_keys(dp);
+    float* o_all = ws.take<float>(Rs * dp);
+    float* m_all = ws.take<float>(Rs);
+    float* l_all = ws.take<float>(Rs);
+    float* alpha = ws.take<float>(MR);
     // A 16-bit key block that several row groups read is widened to float32 once per row block
     // (K^T panels and V rows, 8 x Bc x d bytes as the float32 block), not once per group; one
     // group alone (decoding) reads the stored block directly.
@@ -56,9 +61,10 @@ struct TiledSimd : Simd<Arch> {
     float* v_wide = kWidens ? ws.take<float>(Bc * dp) : nullptr;
 
     // Rows [i0, i0 + br) against keys [j0, j0 + bc), the block's K^T panels at kb and V rows at
-    // vb (stored, or widened to float32).
+    // vb (stored, or widened to float32); the rows' accumulator at o_acc, their max and sum at m
+    // and l.
     auto block = [&](std::size_t i0, std::size_t br, std::size_t j0, std::size_t bc, const auto* kb,
-                     const auto* vb) {
+                     const auto* vb, float* o_acc, float* m, float* l) {
       const std::size_t group = row_group(br, MR);  // 16 rows: 8 + 8, not 12 + 4
       for (std::size_t g = 0; g < br; g += group) {
         const std::size_t mr = min_of(group, br - g);  // edge group: fewer rows
@@ -93,36 +99,48 @@ struct TiledSimd : Simd<Arch> {
       }
     };
 
-    for (std::size_t i0 = rows.begin; i0 < rows.end; i0 += Br) {
-      const std::size_t br = min_of(Br, rows.end - i0);  // edge block: fewer rows
-      for (std::size_t r = 0; r < br; ++r) {
-        m[r] = kMinusInf;
-        l[r] = 0.0f;
+    // Super blocks of Rs rows (one query block unless the head's K and V outgrow a chunk): each
+    // chunk of Kc keys, then each query block of the super block over the chunk's key blocks.
+    for (std::size_t s0 = rows.begin; s0 < rows.end; s0 += Rs) {
+      const std::size_t sr = min_of(Rs, rows.end - s0);
+      for (std::size_t r = 0; r < sr; ++r) {
+        m_all[r] = kMinusInf;
+        l_all[r] = 0.0f;
       }
-      for (std::size_t x = 0; x < br * dp; ++x) o_acc[x] = 0.0f;
+      for (std::size_t x = 0; x < sr * dp; ++x) o_all[x] = 0.0f;
       // Key blocks past the last row's visible keys lie wholly above the causal diagonal: skipped.
-      const std::size_t last_key = min_of(head.widest_visible(i0, br), keys.end);
-
-      for (std::size_t j0 = keys.begin; j0 < last_key; j0 += Bc) {
-        const std::size_t bc = min_of(Bc, last_key - j0);  // edge block: fewer keys
-        if (kWidens && br > MR) {
-          S::widen_block(kt + j0 * d, round_up(bc, S::NR) * d, kt_wide);
-          S::widen_block(v + j0 * dp, bc * dp, v_wide);
-          block(i0, br, j0, bc, kt_wide, v_wide);
-        } else {
-          block(i0, br, j0, bc, kt + j0 * d, v + j0 * dp);
+      const std::size_t super_last = min_of(head.widest_visible(s0, sr), keys.end);
+      for (std::size_t c0 = keys.begin; c0 < super_last; c0 += Kc) {
+        for (std::size_t i0 = s0; i0 < s0 + sr; i0 += Br) {
+          const std::size_t br = min_of(Br, s0 + sr - i0);  // edge block: fewer rows
+          const std::size_t last_key =
+              min_of(min_of(head.widest_visible(i0, br), keys.end), c0 + Kc);
+          float* o_acc = o_all + (i0 - s0) * dp;
+          float* m = m_all + (i0 - s0);
+          float* l = l_all + (i0 - s0);
+          for (std::size_t j0 = c0; j0 < last_key; j0 += Bc) {
+            const std::size_t bc = min_of(Bc, last_key - j0);  // edge block: fewer keys
+            if (kWidens && br > MR) {
+              S::widen_block(kt + j0 * d, round_up(bc, S::NR) * d, kt_wide);
+              S::widen_block(v + j0 * dp, bc * dp, v_wide);
+              block(i0, br, j0, bc, kt_wide, v_wide, o_acc, m, l);
+            } else {
+              block(i0, br, j0, bc, kt + j0 * d, v + j0 * dp, o_acc, m, l);
+            }
+          }
         }
       }
 
-      for (std::size_t r = 0; r < br; ++r) {
+      for (std::size_t r = 0; r < sr; ++r) {
         if (partial) {
-          const std::size_t at = i0 + r - rows.begin;
-          for (std::size_t x = 0; x < d; ++x) partial->o[at * d + x] = o_acc[r * dp + x];
-          partial->m[at] = m[r];
-          partial->l[at] = l[r];
+          const std::size_t at = s0 + r - rows.begin;
+          for (std::size_t x = 0; x < d; ++x) partial->o[at * d + x] = o_all[r * dp + x];
+          partial->m[at] = m_all[r];
+          partial->l[at] = l_all[r];
         } else {
-          S::write_row(o_acc + r * dp, inverse_sum(l[r]), l[r] == 0.0f, d, head.o + (i0 + r) * d);
-          if (head.lse) head.lse[i0 + r] = log_sum_exp(m[r], l[r]);
+          S::write_row(o_all + r * dp, inverse_sum(l_all[r]), l_all[r] == 0.0f, d,
+                       head.o + (s0 + r) * d);
+          if (head.lse) head.lse[s0 + r] = log_sum_exp(m_all[r], l_all[r]);
         }
       }
     }

@@ -65,6 +65,12 @@ class Prices(unittest.TestCase):
         self.assertAlmostEqual(two.phases["products"], PRODUCTS / 2)
         self.assertAlmostEqual(two.phases["threads"], 1e-5 + 100 * 1e-6 / 2)
 
+    def test_a_stream_from_key_chunks_at_the_chunks_level(self):
+        # The head's K and V lie beyond the L3, but the kernel reads them a chunk (in L3) at a time.
+        (p,) = build([point("tiled/simd/avx2", 1024, 50.0, kv_head_bytes=64 * MiB, kv_set_bytes=8 * MiB)]).predictions
+        self.assertAlmostEqual(p.phases["K/V stream"], 1e8 / 50e9)
+        self.assertEqual(p.kv_level, "dram")  # the head's level, as model.json reports it
+
     def test_a_multithreaded_point_takes_the_phases_measured_on_all_threads_at_once(self):
         context = dict(MACHINE, products_flops_avx2_d64_threads_2="8e10", softmax_s_per_score_avx2_d64_threads_2="2e-9")
         one, two = build([point("tiled/simd/avx2", 1024, 50.0), point("tiled/simd/avx2", 1024, 30.0, threads=2)],
