@@ -11,6 +11,7 @@ import numpy as np
 import analysis
 import fig_compare
 import formatting as fmt
+import verdicts
 from document import Bullets, Document, Figure, Paragraph, Table
 from loader import Table as Points
 from loader import PASSES, kernel_sort_key
@@ -67,6 +68,8 @@ def build(table: Points, out_dir) -> tuple:
         warning = analysis.load_warning(run)
         if warning:
             s.add(Paragraph(f"**Caution** ({run.label}): {warning}."))
+
+    verdicts_section(doc, table)
 
     # summary per kernel (and pass, when the runs share backward points)
     s = doc.section("Summary per kernel")
@@ -137,3 +140,37 @@ def build(table: Points, out_dir) -> tuple:
     if only:
         s.add(Bullets(only))
     return doc, figures
+
+
+def verdicts_section(doc: Document, table: Points) -> None:
+    """Do the runs reach the same conclusions? Every verdict the single-run report states that every
+    run states, counted per topic, and each one they disagree on with every run's numbers."""
+    runs = table.runs
+    per_run = [verdicts.of_run(table, run, *verdicts.load_windows(run)) for run in runs]
+    shared = verdicts.agreements(per_run)
+    s = doc.section("Verdicts")
+    if not shared:
+        s.add(Paragraph("The runs share no verdict (no cell, pair, window point measured by every run)."))
+        return
+    rows = []
+    for topic in verdicts.TOPICS:
+        mine = [a for a in shared if a.verdicts[0].topic == topic]
+        if mine:
+            rows.append([topic, verdicts.STATISTIC[topic], str(len(mine)), str(sum(a.agree for a in mine)),
+                         str(sum(a.excused for a in mine)),
+                         str(sum(not a.agree and not a.excused for a in mine))])
+    differ = [a for a in shared if not a.agree and not a.excused]
+    excused = [a for a in shared if a.excused]
+    s.add(Paragraph(
+        f"Every verdict the single-run report states, read from each run by the same rule. {len(shared)} verdicts "
+        f"are stated by every run: {sum(a.agree for a in shared)} agree, {len(excused)} differ where a run marks "
+        f"its own verdict within noise (a difference smaller than the larger CV of its two sides), and "
+        f"**{len(differ)} differ outside noise**."))
+    s.add(Table(["verdict", "statistic", "stated by every run", "agree", "differ within noise", "differ"], rows,
+                align="llrrrr"))
+    for title, items in (("Differ outside noise", differ), ("Differ within noise", excused)):
+        if items:
+            s.add(Table(["verdict", "of"] + [r.label for r in runs],
+                        [[a.verdicts[0].topic, a.verdicts[0].subject]
+                         + [f"{v.outcome}: {v.detail}" + (" (within noise)" if v.noise else "") for v in a.verdicts]
+                         for a in items], align="ll" + "l" * len(runs), caption=f"{title}:"))
