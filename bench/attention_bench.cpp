@@ -51,6 +51,7 @@
 #include "kernels/kernel_interface.hpp"
 #include "oracle_check.hpp"
 #include "phases_window.hpp"
+#include "point_states.hpp"
 #include "progress_reporter.hpp"
 #include "run_context.hpp"
 #include "scaling_window.hpp"
@@ -60,6 +61,7 @@ namespace {
 using attnbench::Backend;
 using attnbench::Kernel;
 using attnbench::Strategy;
+using attnbench::bench::PointState;
 using attnbench::bench::random_tensor;
 using attnbench::bench::register_contenders;
 
@@ -193,22 +195,6 @@ std::size_t rss_high_water() {
 }
 void reset_rss_high_water() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
-// The outputs and workspace of the point being measured, kept for all its repetitions: the first
-// repetition allocates and touches them with one untimed call, the later ones reuse them warm (a
-// second warm-up call per repetition would add a third to the full preset's time for nothing).
-struct PointState {
-  std::string point;  // the name of the point they were made for; empty: none
-  std::vector<float> o, lse, dq, dk, dv;
-  std::unique_ptr<attnbench::Workspace> ws;
-  std::size_t forward_scratch = 0, backward_scratch = 0;  // each pass's workspace peak
-
-  void release() {  // frees the previous point's memory before the RSS mark is reset
-    point.clear();
-    ws.reset();
-    for (std::vector<float>* t : {&o, &lse, &dq, &dk, &dv}) std::vector<float>().swap(*t);
-  }
-};
-
 // The inputs of a point's shape (dO only for the passes that read it).
 struct Inputs {
   const std::vector<float>& q;
@@ -253,6 +239,10 @@ const attnbench::bench::OracleCheck& backward_check(const Point& p,
   return it->second;
 }
 
+// The progress line when it counts calls (repetitions interleaved), and repetitions per point.
+attnbench::bench::ProgressReporter* g_per_call_progress = nullptr;
+int g_repetitions = 1;
+
 void run_point(benchmark::State& state, Point p, std::string skip_reason) {
   auto skip_all = [&state](const std::string& message) {
     state.SkipWithError(message.c_str());
@@ -272,13 +262,21 @@ void run_point(benchmark::State& state, Point p, std::string skip_reason) {
   const attnbench::bench::OracleCheck* check = backward ? &backward_check(p, options) : nullptr;
   if (check && !check->passed) return skip_all("failed: oracle check: " + check->failure);
 
-  static PointState st;
+  static attnbench::bench::PointStates states(attnbench::default_memory_budget() / 4);
   const std::string name = p.name();
-  const bool first_repetition = st.point != name;
-  if (first_repetition) st.release();
+  PointState* kept = states.find(name);
+  const bool first_call = kept == nullptr;
+  if (first_call) {  // what it will hold: its outputs, packed K and V, a naive kernel's scores
+    const std::size_t q = shape.q_elements(), kv = shape.kv_elements();
+    const std::size_t floats = q + 2 * kv + (backward ? 2 * q + 2 * kv : 0);
+    const std::size_t scores = p.kernel->strategy == Strategy::naive
+                                   ? (backward ? 2 : 1) * attnbench::naive_score_bytes(shape)
+                                   : 0;
+    kept = &states.make(name, floats * sizeof(float) + scores);
+  }
+  PointState& st = *kept;
   reset_rss_high_water();
-  if (first_repetition) {
-    st.ws = std::make_unique<attnbench::Workspace>();
+  if (first_call) {
     st.o.assign(shape.q_elements(), 0.0f);
     if (backward) {
       st.lse.assign(shape.q_elements() / shape.head_dim, 0.0f);
@@ -299,15 +297,18 @@ void run_point(benchmark::State& state, Point p, std::string skip_reason) {
         st.forward_scratch = st.ws->peak_bytes();
       }
     } catch (const attnbench::Error& e) {  // over the naive memory budget
+      states.forget(name);
       return skip_all(std::string("skipped: ") + e.what());
     }
-    st.point = name;
   }
   for (auto _ : state) {
     call_pass(p, options, in, st);
     benchmark::DoNotOptimize(st.o.data());
     benchmark::DoNotOptimize(st.dq.data());
     benchmark::ClobberMemory();
+  }
+  if (g_per_call_progress) {  // a repetition (and its warm-up, on the first call)
+    g_per_call_progress->ran(name, (first_call ? 2.0 : 1.0) / double(g_repetitions + 1));
   }
   using benchmark::Counter;
   const double flops = flops_of(p);
@@ -322,7 +323,9 @@ void run_point(benchmark::State& state, Point p, std::string skip_reason) {
   state.counters["scratch_bytes"] = Counter(double(scratch));
   state.counters["score_matrix_bytes"] =
       Counter(double(attnbench::naive_score_bytes(shape)));  // one head
-  state.counters["rss_peak_bytes"] = Counter(double(rss_high_water()));
+  // The resident high-water mark, less the other points' kept states (resident throughout).
+  const std::size_t others = states.others_bytes(&st), rss = rss_high_water();
+  state.counters["rss_peak_bytes"] = Counter(double(rss > others ? rss - others : 0));
   state.counters["bytes_moved"] = Counter(bytes_moved(p));
   state.counters["flops_per_call"] = Counter(flops);
   if (check) state.counters["oracle_error_ratio"] = Counter(check->worst_ratio);
@@ -369,7 +372,7 @@ double calibrate(const Kernel& kernel, Pass pass) {
   return flop_factor(pass) * forward_flops(shape, false) / seconds[1] / 1e9;
 }
 
-// The matrix window: every registry kernel over the preset's points, not interleaved.
+// The matrix window: every registry kernel over the preset's points.
 void register_matrix(const Preset& preset, const std::string& preset_name,
                      std::size_t all_threads) {
   // The points: every concrete available kernel (a dispatching entry appears as the kernel it
@@ -507,7 +510,7 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
 int main(int argc, char** argv) {
   std::string preset_name = "quick";
   bool contenders_window = false, decode_window = false, scaling_window = false;
-  bool phases_window = false;
+  bool phases_window = false, interleaved = false;
   int repetitions = 0;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
@@ -521,6 +524,10 @@ int main(int argc, char** argv) {
       scaling_window = true;
     } else if (std::strcmp(argv[i], "--phases") == 0) {
       phases_window = true;
+    } else if (std::strncmp(argv[i], "--benchmark_enable_random_interleaving", 38) == 0) {
+      const char* value = std::strchr(argv[i], '=');
+      interleaved = !value || (std::strcmp(value, "=false") != 0 && std::strcmp(value, "=0") != 0);
+      args.push_back(argv[i]);
     } else if (std::strncmp(argv[i], "--benchmark_repetitions=", 24) == 0) {
       // The matrix and the scaling window set their points' own count: this overrides it.
       repetitions = std::atoi(argv[i] + 24);
@@ -580,6 +587,13 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "attnbench_bench: preset %s, %zu points, predicted about %.0f s\n",
                preset_name.c_str(), g_predicted.size(), predicted_total);
   attnbench::bench::ProgressReporter progress(g_predicted);
+  g_repetitions = preset.repetitions;
+  const bool matrix = !contenders_window && !decode_window && !scaling_window && !phases_window;
+  benchmark::AddCustomContext("repetitions_interleaved", interleaved ? "true" : "false");
+  if (matrix && interleaved) {
+    progress.count_calls();
+    g_per_call_progress = &progress;
+  }
   benchmark::RunSpecifiedBenchmarks(&progress);
   benchmark::Shutdown();
   return 0;

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnbench.hpp"
@@ -218,10 +219,31 @@ PhaseRates measure_phases(const kernels::SimdTable& table, std::size_t d, std::s
           seconds_per_call(table.phases.softmax) / (double(rows) * double(keys))};
 }
 
+// Bytes per second of the tiled kernel's own packing of K and V (what a call without a KvCache
+// does first) at d = 128 over a head of `keys` keys, packed again and again as a benchmark's calls
+// do: read K and V, write the packed layout, counted as the cost counts count them
+// (forward_counts.cpp's pack_bytes). Returns {bytes per call, bytes per second}.
+std::pair<double, double> measure_packing(const kernels::SimdTable& table, std::size_t keys) {
+  constexpr std::size_t d = 128;
+  // Not random_tensor's: its cache would keep up to 2 x 64 L2s resident through every point.
+  const std::vector<float> q(d, 0.5f), k(keys * d, 0.25f), v(keys * d, -0.25f);
+  PackedHead head(table, q.data(), k.data(), v.data(), 1, keys, d);
+  const double bytes =
+      2.0 * double(keys * d * sizeof(float)) + double(head.code().packing.bytes(keys, d));
+  return {bytes, best_rate(3, 0.05, [&] {
+            head.pack();
+            return bytes;
+          })};
+}
+
 }  // namespace
 
 std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) {
   std::vector<MachineConstant> out;
+  const std::size_t l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, std::size_t{32} << 10);
+  const std::size_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, std::size_t{512} << 10);
+  const std::size_t l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, std::size_t{32} << 20);
+
   // The exps: softmax arguments, x - max in [-20, 0], over 8 KiB in, 8 KiB out (L1).
   constexpr std::size_t kExps = 2048;
   std::vector<float> x(kExps), y(kExps);
@@ -234,6 +256,14 @@ std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) 
       available |= k.backend == Backend::simd && k.isa == table->isa && k.available();
     }
     if (!available) continue;
+    // Packing beyond the L2, its rate by the bytes a call reads and writes: heads of K and V
+    // from 4 to 64 L2s.
+    for (std::size_t kv_bytes = 4 * l2; kv_bytes <= 64 * l2; kv_bytes *= 4) {
+      const auto [bytes, rate] = measure_packing(*table, kv_bytes / (2 * 128 * sizeof(float)));
+      out.push_back({"pack_bytes_per_s_" + std::string(to_string(table->isa)) + "_set_" +
+                         std::to_string(std::size_t(bytes)),
+                     rate, "B/s"});
+    }
     const double rate = best_rate(3, 0.05, [&] {
       table->exp(x.data(), y.data(), kExps);
       keep(y[kExps / 2]);
@@ -262,9 +292,6 @@ std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) 
     out.push_back({"fma_flops_" + p.isa, p.gflops * 1e9, "FLOP/s"});
   }
 
-  const std::size_t l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, std::size_t{32} << 10);
-  const std::size_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, std::size_t{512} << 10);
-  const std::size_t l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, std::size_t{32} << 20);
   const std::size_t memory =
       std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGE_SIZE));
   const std::size_t dram = std::min(std::max(2 * l3, std::size_t{1} << 30), memory / 8);

@@ -27,8 +27,15 @@ struct MachineConstant {
 //                              dram (twice L3, at least 1 GiB); read_set_bytes_<level> its size
 //   read_gbs_set_<bytes>       the same sweep over sets from twice the L2 doubling up to the DRAM
 //                              sweep's: the curve the cost model reads a working set's price from
+//   products_flops_<isa>_d<d>, softmax_s_per_score_<isa>_d<d>
+//                              the tiled kernel's two products, and its softmax sweeps, alone on
+//                              one key block in L2 (measure_phases)
 //   products_flops_<isa>_d<d>_threads_<t>, softmax_s_per_score_<isa>_d<d>_threads_<t>
 //                              the same phases per thread while t threads each run them at once
+//   pack_bytes_per_s_<isa>_set_<bytes>
+//                              the tiled kernel's packing of K and V at d = 128, packed again and
+//                              again, over heads of 4, 16 and 64 L2s of K and V: bytes read and
+//                              written a second (`bytes` a call, as the cost counts' pack_bytes)
 //   read_gbs_dram_threads_<t>  the DRAM sweep on t threads
 //   task_s_threads_<t>         one empty task of a parallel loop on a t-thread arena
 //   call_start_s_threads_<t>   starting a t-thread call as the driver does (driver::TaskRunner on

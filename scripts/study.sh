@@ -32,8 +32,11 @@ cmake --build build -j "$(nproc)" --target attnbench_bench attnbench_cli attnben
 mkdir -p "$out"
 echo "study: preset $preset, $(nproc) cores, results in $out/results.json"
 start=$(date +%s)
+# The matrix, its repetitions interleaved at random so that a ratio between two points has both
+# sides spread over the same minutes (each point's outputs and workspace kept warm in between).
 build/bin/attnbench_bench --preset="$preset" \
   ${filter:+--benchmark_filter="$filter"} \
+  --benchmark_enable_random_interleaving=true \
   --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/results.json" --benchmark_out_format=json \
   "${extra[@]}" | tee "$out/console.txt"

@@ -74,6 +74,8 @@ with tempfile.TemporaryDirectory() as tmp:
     # The cost model's inputs: the machine constants in the context, the counts on the forward point.
     for key in ("exp_per_s_scalar", "fma_flops_scalar", "read_gbs_l1", "read_gbs_l2", "read_gbs_l3", "read_gbs_dram"):
         check(f"context has {key}", float(context.get(key, 0)) > 0, str(context.get(key)))
+    packing = [k for k in context if k.startswith("pack_bytes_per_s_")]
+    check("packing rates measured", packing and all(float(context[k]) > 0 for k in packing), str(packing))
     threads = int(context.get("threads_all", 1))
     if threads > 1:  # the products again with every thread running them at once
         many = [k for k in context if k.startswith(("products_flops_", "softmax_s_per_score_"))
@@ -86,6 +88,28 @@ with tempfile.TemporaryDirectory() as tmp:
           str(forward.counts))
     check("forward point's query block", forward.count("query_block") == 16, str(forward.count("query_block")))
     check("backward point has no counts", table.one(pass_="backward").counts == (), "")
+
+# The matrix with its repetitions interleaved at random (as scripts/study.sh runs it): every point
+# measured, the context says so, the progress line counts calls, and without it the context says not.
+with tempfile.TemporaryDirectory() as tmp:
+    out = Path(tmp) / "results.json"
+    points = "^(tiled|naive)/scalar/n:128/d:64/threads:1/causal:0/(iterations|repeats)"
+    run = subprocess.run([BINARY, "--preset=quick", f"--benchmark_filter={points}",
+                          "--benchmark_enable_random_interleaving=true", "--benchmark_report_aggregates_only=true",
+                          f"--benchmark_out={out}", "--benchmark_out_format=json"], capture_output=True, text=True,
+                         timeout=300)
+    check("interleaved run exit", run.returncode == 0, run.stderr[-2000:])
+    data = json.loads(out.read_text())
+    check("context says interleaved", data["context"].get("repetitions_interleaved") == "true",
+          str(data["context"].get("repetitions_interleaved")))
+    medians = [b for b in data["benchmarks"] if b.get("aggregate_name") == "median"]
+    check("both points measured, three repetitions each", len(medians) == 2 and
+          all(b["repetitions"] == 3 and not b.get("error_occurred") and b["rss_peak_bytes"] > 0 for b in medians),
+          str(medians)[:500])
+    calls = [line for line in run.stderr.splitlines() if line.startswith("[call ")]
+    check("progress counts calls", len(calls) >= 6, run.stderr[-1000:])
+check("context says not interleaved", context.get("repetitions_interleaved") == "false",
+      str(context.get("repetitions_interleaved")))
 
 
 def run_window(window: str, benchmark_filter: str) -> tuple:

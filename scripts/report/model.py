@@ -24,7 +24,8 @@ A point's time is the sum of its phases, each priced by one constant:
                a set that size, add beyond the work of the pass that makes them (each pass streams
                the matrix in order while it computes, and the prefetchers overlap the two: the score
                pass writes S, the softmax passes read and rewrite it, the blend reads it)
-    packing    pack_bytes / the bandwidth of a set of that many bytes
+    packing    pack_bytes / the SIMD kernels' measured packing rate over the threads (runs before
+               it was measured: the read bandwidth of a set of that many bytes)
     Q and O    io_bytes, likewise
     threads    the start of a call on the pool, and tasks x the cost of one, over the threads
 
@@ -104,6 +105,17 @@ class Machine:
 
     def softmax_seconds(self, isa: str, d: int, threads: int = 1) -> float | None:
         return self._per_d("softmax_s_per_score", isa, d, threads)
+
+    def pack_rate(self, isa: str, nbytes: float) -> float | None:
+        """Bytes per second of the SIMD kernels' packing of K and V (read and written), one thread, for
+        a call that packs `nbytes`: the rate measured on the smallest set at least as large (the
+        largest's beyond them all); None when the run did not measure it."""
+        stem = f"pack_bytes_per_s_{isa}_set_"
+        curve = sorted((float(k[len(stem):]), self.number(k)) for k in self.run.context
+                       if k.startswith(stem) and k[len(stem):].isdigit() and self.number(k))
+        if not curve:
+            return None
+        return next((rate for size, rate in curve if size >= nbytes), curve[-1][1])
 
     def fma_flops(self, isa: str) -> float | None:
         return self.number(f"fma_flops_{'avx2+fma' if isa == 'avx2' else isa}")
@@ -263,7 +275,12 @@ def raw_phases(machine: Machine, r: Record) -> dict | None:
         phases["scores"] = sum(max(0.0, k * sweep - t_work) for k, t_work in zip(passes, work))
     else:
         phases["scores"] = 0.0
-    phases["packing"] = priced(r.count("pack_bytes"), r.count("pack_bytes"))
+    # Packing K and V reads them and writes them transposed into panels: slower than a read sweep of
+    # its bytes. A SIMD kernel's packing is priced at its own measured rate for a set that size, split
+    # among the threads; runs before the benchmark measured it (and other kernels) at the read sweep.
+    pack_rate = machine.pack_rate(r.isa, r.count("pack_bytes")) if r.backend == "simd" else None
+    phases["packing"] = (r.count("pack_bytes") / (pack_rate * t) if pack_rate
+                         else priced(r.count("pack_bytes"), r.count("pack_bytes")))
     phases["Q and O"] = priced(r.count("io_bytes"), r.count("io_bytes"))
     if t > 1:
         start, task = machine.number(f"call_start_s_threads_{t}"), machine.number(f"task_s_threads_{t}")

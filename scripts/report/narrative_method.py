@@ -65,6 +65,13 @@ def method(doc: Document, table: Points) -> None:
     s.add(Bullets([
         "Each point is one head, q_len = kv_len = n, fp32, the inputs made and touched once outside the timed loop; "
         "times are Google Benchmark's real time per call, median over the repetitions.",
+        ("The repetitions of every point were interleaved at random across the whole matrix "
+         "(`--benchmark_enable_random_interleaving`), so the two sides of every ratio between points were spread "
+         "over the same minutes, and a point's CV includes the host's drift over the run: a lead smaller than it "
+         "is called within noise." if run.context.get("repetitions_interleaved") == "true" else
+         "The points ran one after another, each point's repetitions back to back: a ratio between two points "
+         "compares times taken minutes apart, and a point's CV does not include the host's drift between them, "
+         "so leads of a few percent may not hold in another run."),
         "GFLOP/s = 4 × scored query-key pairs × d / time (pairs = n², or n(n+1)/2 when causal): the two matrix "
         "products' multiply-adds, not the softmax; `pct_peak` divides it by the measured FMA peak of that thread count.",
         *([] if not _pass_column(table) else [

@@ -131,7 +131,8 @@ def winners(doc: Document, table: Points, figures: dict, all_threads: int) -> No
             if any(row[1:]):
                 rows.append(row)
         s.add(Table(["n"] + [f"d = {d}" for d in dims], rows, align="r" + "l" * len(dims),
-                    caption=f"Fastest kernel per cell on {fmt.threads(t, all_threads)}, not causal: its GFLOP/s and "
+                    caption=f"Fastest kernel per cell on {fmt.threads(t, all_threads)}, not causal, by median time over "
+                            f"repetitions: its median GFLOP/s and "
                             f"its lead over the runner-up (\"within noise\" when the lead is smaller than the larger "
                             f"CV of the two):"))
 

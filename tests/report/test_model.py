@@ -71,6 +71,20 @@ class Prices(unittest.TestCase):
         self.assertAlmostEqual(p.phases["K/V stream"], 1e8 / 50e9)
         self.assertEqual(p.kv_level, "dram")  # the head's level, as model.json reports it
 
+    def test_packing_at_the_measured_packing_rate_over_the_threads(self):
+        context = dict(MACHINE, **{f"pack_bytes_per_s_avx2_set_{8 * MiB}": "4e10",
+                                   f"pack_bytes_per_s_avx2_set_{128 * MiB}": "1.5e10"})
+        m = build([point("tiled/simd/avx2", 1024, 50.0, pack_bytes=64 * MiB),
+                   point("tiled/simd/avx2", 1024, 30.0, threads=2, pack_bytes=64 * MiB),
+                   point("tiled/simd/avx2", 512, 5.0, pack_bytes=1 * MiB),
+                   point("tiled/autovec", 1024, 500.0, pack_bytes=1e5)], context)
+        one, two, small = (m.find("tiled/simd/avx2", n, 64, t) for n, t in ((1024, 1), (1024, 2), (512, 1)))
+        plain = m.find("tiled/autovec", 1024, 64, 1)
+        self.assertAlmostEqual(one.phases["packing"], 64 * MiB / 1.5e10)  # the 128 MiB set's rate
+        self.assertAlmostEqual(two.phases["packing"], 64 * MiB / 1.5e10 / 2)
+        self.assertAlmostEqual(small.phases["packing"], 1 * MiB / 4e10)  # the smallest set's
+        self.assertAlmostEqual(plain.phases["packing"], PACKING)  # not a SIMD kernel: the read sweep's price
+
     def test_a_multithreaded_point_takes_the_phases_measured_on_all_threads_at_once(self):
         context = dict(MACHINE, products_flops_avx2_d64_threads_2="8e10", softmax_s_per_score_avx2_d64_threads_2="2e-9")
         one, two = build([point("tiled/simd/avx2", 1024, 50.0), point("tiled/simd/avx2", 1024, 30.0, threads=2)],
