@@ -590,10 +590,7 @@ int main(int argc, char** argv) {
   g_repetitions = preset.repetitions;
   const bool matrix = !contenders_window && !decode_window && !scaling_window && !phases_window;
   benchmark::AddCustomContext("repetitions_interleaved", interleaved ? "true" : "false");
-  if (matrix && interleaved) {
-    progress.count_calls();
-    g_per_call_progress = &progress;
-  }
+  if (matrix && interleaved) g_per_call_progress = &progress;
   benchmark::RunSpecifiedBenchmarks(&progress);
   benchmark::Shutdown();
   return 0;

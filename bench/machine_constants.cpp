@@ -20,6 +20,7 @@
 #include "attnbench.hpp"
 #include "bench_inputs.hpp"
 #include "ceilings.hpp"
+#include "forward_counts.hpp"
 #include "kernels/common.hpp"
 #include "kernels/kernel_interface.hpp"
 #include "large_blocks.hpp"  // allocate_large_block
@@ -221,15 +222,14 @@ PhaseRates measure_phases(const kernels::SimdTable& table, std::size_t d, std::s
 
 // Bytes per second of the tiled kernel's own packing of K and V (what a call without a KvCache
 // does first) at d = 128 over a head of `keys` keys, packed again and again as a benchmark's calls
-// do: read K and V, write the packed layout, counted as the cost counts count them
-// (forward_counts.cpp's pack_bytes). Returns {bytes per call, bytes per second}.
+// do: read K and V, write the packed layout, in the cost counts' bytes (forward_counts.hpp's
+// pack_bytes). Returns {bytes per call, bytes per second}.
 std::pair<double, double> measure_packing(const kernels::SimdTable& table, std::size_t keys) {
   constexpr std::size_t d = 128;
   // Not random_tensor's: its cache would keep up to 2 x 64 L2s resident through every point.
   const std::vector<float> q(d, 0.5f), k(keys * d, 0.25f), v(keys * d, -0.25f);
   PackedHead head(table, q.data(), k.data(), v.data(), 1, keys, d);
-  const double bytes =
-      2.0 * double(keys * d * sizeof(float)) + double(head.code().packing.bytes(keys, d));
+  const double bytes = pack_bytes(head.code().packing, {1, 1, 1, 1, keys, d});
   return {bytes, best_rate(3, 0.05, [&] {
             head.pack();
             return bytes;

@@ -18,23 +18,18 @@ class ProgressReporter : public benchmark::ConsoleReporter {
  public:
   // `predicted`: every registered point's predicted seconds (its size is the number of points).
   explicit ProgressReporter(const std::map<std::string, double>& predicted)
-      : predicted_(predicted), total_(predicted.size()), start_(Clock::now()) {}
-  // With repetitions interleaved at random a point is reported only after its last repetition,
-  // late in the run: then the points call ran() from each call of their benchmark instead, and
-  // the line counts calls.
-  void count_calls() { per_call_ = true; }
-  // One call of `name`'s benchmark function ran: `share` of its predicted seconds done.
+      : predicted_(predicted), total_(predicted.size()), start_(Clock::now()) {
+    for (const auto& [name, seconds] : predicted) predicted_total_ += seconds;
+  }
+
+  // One call of `name`'s benchmark function ran, `share` of its predicted seconds. With repetitions
+  // interleaved at random Google Benchmark reports a point only after its last repetition, late in
+  // the run; the benchmark then calls this instead, and the line counts calls from the first one.
   void ran(const std::string& name, double share) {
+    per_call_ = true;
     ++calls_;
-    done_predicted_ += predicted_.count(name) ? share * predicted_.at(name) : 0;
-    double total = 0;
-    for (const auto& [n, t] : predicted_) total += t;
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-    const double eta = done_predicted_ > 0
-                           ? elapsed * std::max(0.0, total - done_predicted_) / done_predicted_
-                           : 0;
-    std::fprintf(stderr, "[call %zu, %zu points] %s ... %.0f s elapsed, ETA %.0f s\n", calls_,
-                 total_, name.c_str(), elapsed, eta);
+    line("[call " + std::to_string(calls_) + ", " + std::to_string(total_) + " points]", name,
+         share * predicted_of(name));
   }
 
   void ReportRuns(const std::vector<Run>& runs) override {
@@ -42,13 +37,8 @@ class ProgressReporter : public benchmark::ConsoleReporter {
       // The registered name, without the suffixes Google Benchmark appends (/repeats:3, ...).
       const std::string name = runs.front().run_name.function_name;
       if (seen_.insert(name).second) {
-        done_predicted_ += predicted_.count(name) ? predicted_.at(name) : 0;
-        const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-        double remaining = 0;
-        for (const auto& [n, t] : predicted_) remaining += seen_.count(n) ? 0 : t;
-        const double eta = done_predicted_ > 0 ? elapsed * remaining / done_predicted_ : 0;
-        std::fprintf(stderr, "[%zu/%zu] %s ... %.0f s elapsed, ETA %.0f s\n", seen_.size(), total_,
-                     name.c_str(), elapsed, eta);
+        line("[" + std::to_string(seen_.size()) + "/" + std::to_string(total_) + "]", name,
+             predicted_of(name));
       }
     }
     ConsoleReporter::ReportRuns(runs);
@@ -56,8 +46,26 @@ class ProgressReporter : public benchmark::ConsoleReporter {
 
  private:
   using Clock = std::chrono::steady_clock;
+
+  double predicted_of(const std::string& name) const {
+    const auto it = predicted_.find(name);
+    return it == predicted_.end() ? 0 : it->second;
+  }
+  // "<tag> name ... elapsed, ETA" on stderr, `done` more predicted seconds done.
+  void line(const std::string& tag, const std::string& name, double done) {
+    done_predicted_ += done;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double eta =
+        done_predicted_ > 0
+            ? elapsed * std::max(0.0, predicted_total_ - done_predicted_) / done_predicted_
+            : 0;
+    std::fprintf(stderr, "%s %s ... %.0f s elapsed, ETA %.0f s\n", tag.c_str(), name.c_str(),
+                 elapsed, eta);
+  }
+
   const std::map<std::string, double>& predicted_;
   std::size_t total_;
+  double predicted_total_ = 0;
   Clock::time_point start_;
   std::set<std::string> seen_;
   double done_predicted_ = 0;

@@ -117,12 +117,16 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
   c.kv_head_bytes = double(shape.kv_len) * key_bytes;
   c.kv_set_bytes = chunked ? double(b.chunk_keys) * key_bytes : c.kv_head_bytes;
   if (packs) {
-    c.pack_bytes = 2.0 * double(shape.kv_elements()) * 4.0 +
-                   double(kernels::packed_bytes(code->packing, shape));
+    c.pack_bytes = pack_bytes(code->packing, shape);
     if (parallel) c.tasks += double(kv_heads * blocks(shape.kv_len, kernels::kPackKeys));
   }
   c.io_bytes = 2.0 * double(shape.q_elements()) * 4.0;
   return c;
+}
+
+double pack_bytes(const kernels::KvPacking& packing, const Shape& shape) {
+  return 2.0 * double(shape.kv_elements()) * sizeof(float) +
+         double(kernels::packed_bytes(packing, shape));
 }
 
 }  // namespace attnbench

@@ -9,6 +9,9 @@
 #include "attnbench.hpp"
 
 namespace attnbench {
+namespace kernels {
+struct KvPacking;
+}
 
 struct ForwardCounts {
   // Multiply-adds of S = Q K^T: per micro-tile (kernels::row_group rows), the keys its widest row
@@ -56,5 +59,9 @@ struct ForwardCounts {
 // resolves to) on `shape` with `options` (threads, causal, kv_type), K and V packed inside the
 // call. Validates the shape and options first (throws Error).
 ForwardCounts forward_counts(const Kernel& kernel, const Shape& shape, const Options& options);
+
+// Bytes packing `shape`'s K and V with `packing` moves: the fp32 K and V read, the packed copy
+// written (ForwardCounts::pack_bytes; the benchmark measures the packing rate in the same bytes).
+double pack_bytes(const kernels::KvPacking& packing, const Shape& shape);
 
 }  // namespace attnbench

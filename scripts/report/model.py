@@ -106,16 +106,15 @@ class Machine:
     def softmax_seconds(self, isa: str, d: int, threads: int = 1) -> float | None:
         return self._per_d("softmax_s_per_score", isa, d, threads)
 
+    def set_curve(self, stem: str) -> list:
+        """(set bytes, value) of every constant `<stem><bytes>` the run measured, by set size."""
+        return sorted((float(key[len(stem):]), self.number(key)) for key in self.run.context
+                      if key.startswith(stem) and key[len(stem):].isdigit() and self.number(key))
+
     def pack_rate(self, isa: str, nbytes: float) -> float | None:
         """Bytes per second of the SIMD kernels' packing of K and V (read and written), one thread, for
-        a call that packs `nbytes`: the rate measured on the smallest set at least as large (the
-        largest's beyond them all); None when the run did not measure it."""
-        stem = f"pack_bytes_per_s_{isa}_set_"
-        curve = sorted((float(k[len(stem):]), self.number(k)) for k in self.run.context
-                       if k.startswith(stem) and k[len(stem):].isdigit() and self.number(k))
-        if not curve:
-            return None
-        return next((rate for size, rate in curve if size >= nbytes), curve[-1][1])
+        a call that packs `nbytes` (at_least's rule); None when the run did not measure it."""
+        return at_least(self.set_curve(f"pack_bytes_per_s_{isa}_set_"), nbytes)
 
     def fma_flops(self, isa: str) -> float | None:
         return self.number(f"fma_flops_{'avx2+fma' if isa == 'avx2' else isa}")
@@ -146,21 +145,15 @@ class Machine:
             size, gbs = self.number(f"read_set_bytes_{level}"), self.number(f"read_gbs_{level}")
             if size and gbs:
                 points.append((size, gbs))
-        for key in self.run.context:
-            if key.startswith("read_gbs_set_") and key[len("read_gbs_set_"):].isdigit():
-                gbs = self.number(key)
-                if gbs:
-                    points.append((float(key[len("read_gbs_set_"):]), gbs))
-        return sorted(points)
+        return sorted(points + self.set_curve("read_gbs_set_"))
 
     def read_gbs(self, nbytes: float, threads: int) -> float | None:
         """Read bandwidth for a working set of `nbytes` on `threads` threads: that of the smallest
         measured set at least as large (the largest set's beyond them all); the private L1 and L2 add
         up per core, beyond L2 as the DRAM sweep scaled from one thread to all."""
-        curve = self.read_curve()
-        if not curve:
+        one = at_least(self.read_curve(), nbytes)
+        if one is None:
             return None
-        one = next((gbs for size, gbs in curve if size >= nbytes), curve[-1][1])
         if threads == 1:
             return one
         l2 = self.run.cache_bytes(2)
@@ -168,6 +161,13 @@ class Machine:
             return one * threads
         single, many = self.number("read_gbs_dram"), self.number(f"read_gbs_dram_threads_{threads}")
         return one * (many / single) if single and many else one
+
+
+def at_least(curve: list, nbytes: float) -> float | None:
+    """The value of a (set bytes, value) curve at the smallest set at least `nbytes` (the largest set's
+    beyond them all): a measured set, because the level a set is really read from need not be the one
+    the reported sizes say; None for an empty curve."""
+    return next((value for size, value in curve if size >= nbytes), curve[-1][1]) if curve else None
 
 
 @dataclass

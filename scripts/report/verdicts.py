@@ -64,7 +64,7 @@ def winners(matrix: Table) -> list:
             if lead is None:
                 continue
             out.append(Verdict(WINNER, f"n = {fmt.count(n)}, d = {d}, {_threads(t)}", lead.winner.kernel,
-                               f"{lead.winner.kernel}, +{fmt.pct(100 * lead.margin)} over {lead.runner_up.kernel}",
+                               f"+{fmt.pct(100 * lead.margin)} over {lead.runner_up.kernel}",
                                lead.within_noise))
     return out
 
