@@ -11,7 +11,7 @@
 // one sign, so the output stays near 0.5 at every n and the rounding of long sums shows; with
 // standard-normal V (--values normal) the output shrinks like 1/sqrt(n) and so does its error.
 // Errors are in units of u * Vmax (u = 2^-24, Vmax the largest |v|), the units in which the
-// bound reads 2 (d + 2) sigma + 2 n + 32.
+// bound reads 2 (d + 4) sigma + 2 n + 32.
 //   attnbench_error [--n 64,256,1024,4096,16384] [--std 1,8,64] [--std-at 1024] [--q 64] [--d 64]
 //                   [--values positive|normal]
 #include <CLI/CLI.hpp>

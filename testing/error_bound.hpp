@@ -40,10 +40,12 @@ inline RowView row_view(const ProblemView& p, std::size_t batch, std::size_t hea
 }
 
 // The error bound for query row i of one head, a worst case rather than a statistical guess:
-//   |o - o_ref| <= u * Vmax * (2 (d + 2) sigma + 2 n + 32),  u = 2^-24 (float's unit roundoff),
+//   |o - o_ref| <= u * Vmax * (2 (d + 4) sigma + 2 n + 32),  u = 2^-24 (float's unit roundoff),
 // where sigma = |scale| * max_j sum_c |q_c k_jc| bounds the scores, n is the number of visible
 // keys and Vmax = max |v_jc| over them. Why: each float score carries an error of at most
-// (d + 1) u sigma (a d-term dot product, then the scale) plus u 2 sigma for s - m; a softmax
+// (d + 1) u sigma (a d-term dot product, then the scale) plus u 2 sigma for s - m, plus 2 u sigma
+// where the SIMD sweeps take exp2 of (s - m) log2 e (log2 e's rounded products with the scale and
+// with the max, Simd::exp_and_sum); a softmax
 // weight moves by a relative 2 x max|score error| under such errors; summing n weights and n
 // weighted values adds n u each; exp, the division and the rescaling add a few u (32 u leaves
 // room for a vectorised exp of a few ulp). Any kernel bug larger than rounding breaks it.
@@ -62,7 +64,7 @@ inline double row_bound(const ProblemView& p, std::size_t batch, std::size_t hea
   }
   sigma *= std::fabs(double(effective_scale(p.shape, p.options)));
   const double u = std::ldexp(1.0, -24);
-  return u * vmax * (2.0 * double(d + 2) * sigma + 2.0 * double(r.n) + 32.0);
+  return u * vmax * (2.0 * double(d + 4) * sigma + 2.0 * double(r.n) + 32.0);
 }
 
 // The first output element found out of bound.

@@ -56,7 +56,7 @@ def kv_rounding_bound(q, k, v, scale, kv_dtype):
     a score moves by at most d_i = u sigma_i, sigma_i = |scale| max_j sum_c |q_ic k_jc|; a weight
     p_j = e^{s_j} / sum e^{s_l} then moves by a factor within e^{-2 d_i}..e^{2 d_i}, so the weights
     move V's mix by at most Vmax (e^{2 d_i} - 1), and V's own rounding adds u Vmax. Both outputs
-    also carry float32's error, each under the tests' bound u32 Vmax (2 (d + 2) sigma_i + 2 n + 32)
+    also carry float32's error, each under the tests' bound u32 Vmax (2 (d + 4) sigma_i + 2 n + 32)
     (README, Tests), u32 = 2^-24; with a float16 subnormal's absolute error (2^-25) far below."""
     u = UNIT_ROUNDOFF[kv_dtype]
     group = q.shape[0] // k.shape[0]
@@ -64,7 +64,7 @@ def kv_rounding_bound(q, k, v, scale, kv_dtype):
     sigma = abs(scale) * np.einsum("hic,hjc->hij", np.abs(q.astype(np.float64)), kk).max(axis=2)
     vmax = np.abs(v.astype(np.float64)).max()
     d, n = q.shape[-1], k.shape[-2]
-    float32 = 2.0**-24 * vmax * (2 * (d + 2) * sigma + 2 * n + 32)
+    float32 = 2.0**-24 * vmax * (2 * (d + 4) * sigma + 2 * n + 32)
     return (vmax * (u + np.expm1(2 * u * sigma)) + 2 * float32)[..., None]
 
 

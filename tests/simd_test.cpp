@@ -1,6 +1,6 @@
-// The SIMD kernels' own promises: the vectorised exp's accuracy and special values on every ISA
-// this CPU runs, the dispatching entries picking the best ISA, and tiled/simd's error staying
-// within twice naive/scalar's on the same inputs.
+// The SIMD kernels' own promises: the vectorised exp's and exp2's accuracy and special values on
+// every ISA this CPU runs, the dispatching entries picking the best ISA, and tiled/simd's error
+// staying within twice naive/scalar's on the same inputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,11 +29,12 @@ double ulp_error(float got, double want) {
   return std::fabs(double(got) - want) / ulp;
 }
 
-TEST_P(SimdExp, WithinThreeUlpOfDoubleExpOverSoftmaxRange) {
-  if (!cpu_supports(GetParam()->isa)) GTEST_SKIP() << "this CPU cannot run it";
-  // Every float in [-87, 0] at a stride that visits ~16 million of them, plus the ends.
+// Every float in [lo, 0] at a stride that visits ~16 million of them in [-87, 0], plus both zeros,
+// through `f`; the worst error against `want` in ulp, printed.
+double worst_ulp(const SimdTable& table, void (*f)(const float*, float*, std::size_t),
+                 const char* name, float lo, double (*want)(double)) {
   std::vector<float> x;
-  for (float v = -87.0f; v < 0.0f; v = std::nextafter(v, 0.0f)) {
+  for (float v = lo; v < 0.0f; v = std::nextafter(v, 0.0f)) {
     x.push_back(v);
     std::uint32_t bits;
     std::memcpy(&bits, &v, 4);
@@ -43,19 +44,35 @@ TEST_P(SimdExp, WithinThreeUlpOfDoubleExpOverSoftmaxRange) {
   x.push_back(0.0f);
   x.push_back(-0.0f);
   std::vector<float> y(x.size());
-  GetParam()->exp(x.data(), y.data(), x.size());
+  f(x.data(), y.data(), x.size());
   double worst = 0;
   float worst_at = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const double e = ulp_error(y[i], std::exp(double(x[i])));
+    const double e = ulp_error(y[i], want(double(x[i])));
     if (e > worst) worst = e, worst_at = x[i];
   }
-  std::printf("exp %-20s %zu inputs in [-87, 0]: max error %.2f ulp at x = %.9g\n",
-              std::string(to_string(GetParam()->isa)).c_str(), x.size(), worst, worst_at);
+  std::printf("%s %-20s %zu inputs in [%g, 0]: max error %.2f ulp at x = %.9g\n", name,
+              std::string(to_string(table.isa)).c_str(), x.size(), double(lo), worst, worst_at);
+  EXPECT_EQ(y[x.size() - 1], 1.0f);
+  EXPECT_EQ(y[x.size() - 2], 1.0f);
+  return worst;
+}
+
+TEST_P(SimdExp, WithinThreeUlpOfDoubleExpOverSoftmaxRange) {
+  if (!cpu_supports(GetParam()->isa)) GTEST_SKIP() << "this CPU cannot run it";
   // Cephes' polynomial is good to about 1 ulp on the reduced range; the reduction and the
   // final multiply by 2^n add at most one rounding each.
-  EXPECT_LE(worst, 3.0);
-  EXPECT_EQ(y[x.size() - 1], 1.0f);
+  EXPECT_LE(
+      worst_ulp(*GetParam(), GetParam()->exp, "exp", -87.0f, [](double x) { return std::exp(x); }),
+      3.0);
+}
+
+// exp2, the softmax sweeps' exp: its reduction is exact, so only the polynomial's error is left.
+TEST_P(SimdExp, Exp2WithinTwoUlpOfDoubleExp2OverSoftmaxRange) {
+  if (!cpu_supports(GetParam()->isa)) GTEST_SKIP() << "this CPU cannot run it";
+  EXPECT_LE(worst_ulp(*GetParam(), GetParam()->exp2, "exp2", -126.0f,
+                      [](double x) { return std::exp2(x); }),
+            2.0);
 }
 
 TEST_P(SimdExp, FlushesVeryNegativeAndKeepsNaN) {
@@ -68,6 +85,20 @@ TEST_P(SimdExp, FlushesVeryNegativeAndKeepsNaN) {
   EXPECT_GT(y[7], 0.0f);
   EXPECT_TRUE(std::isnormal(y[7]));
   EXPECT_NEAR(y[8], std::exp(-1.0), 1e-7);
+}
+
+TEST_P(SimdExp, Exp2FlushesVeryNegativeAndKeepsNaN) {
+  if (!cpu_supports(GetParam()->isa)) GTEST_SKIP() << "this CPU cannot run it";
+  const float x[] = {-INFINITY, -1e30f,  -300.0f, -126.5f, -127.0f, -149.0f,
+                     NAN,       -125.9f, -1.0f,   0.25f,   -0.5f};
+  float y[std::size(x)];
+  GetParam()->exp2(x, y, std::size(x));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y[i], 0.0f) << "exp2(" << x[i] << ")";
+  EXPECT_TRUE(std::isnan(y[6]));
+  EXPECT_TRUE(std::isnormal(y[7]));
+  EXPECT_EQ(y[8], 0.5f);
+  EXPECT_NEAR(y[9], std::exp2(0.25), 2e-7);  // a few ulp above 0, as a rounded max can give
+  EXPECT_NEAR(y[10], std::exp2(-0.5), 1e-7);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, SimdExp, ::testing::ValuesIn(kernels::simd_tables()),

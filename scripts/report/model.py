@@ -263,8 +263,8 @@ def raw_phases(machine: Machine, r: Record) -> dict | None:
     if score_set and machine.beyond(score_set, 1):
         # Each pass streams the score matrix in order while it computes, so the prefetchers overlap
         # the two: a pass costs the larger of its work and its sweeps, and the phase is what the
-        # sweeps add beyond the work (score: the write of S; softmax: two sweeps read and rewrite
-        # it; blend: one read).
+        # sweeps add beyond the work (score: the write of S; softmax: its passes' reads and
+        # rewrites, score_sweeps - 2 of them; blend: one read).
         sweeps = r.count("score_sweeps")
         if not sweeps > 2:  # a run from before the benchmark counted them (NaN), or no passes to price
             return None

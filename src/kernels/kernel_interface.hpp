@@ -374,7 +374,8 @@ struct SimdTable {
   Isa isa;
   KernelCode naive[kKvTypes];  // indexed by KvType
   KernelCode tiled[kKvTypes];
-  void (*exp)(const float* x, float* y, std::size_t n);  // the kernels' vector exp, for its tests
+  void (*exp)(const float* x, float* y, std::size_t n);   // the kernels' vector exp and
+  void (*exp2)(const float* x, float* y, std::size_t n);  // exp2, for their tests
   // The tiled forward (float32 K/V) with one phase alone, for the cost model (bench/): the same
   // loops as tiled[f32].forward.rows doing only the score product S = Q K^T, only the softmax's
   // sweeps (scale and max, exp and sum, on a score tile that starts zeroed and then holds their own

@@ -2,8 +2,8 @@
 // once over the xsimd architecture and the K/V storage type T, and instantiated per ISA by
 // simd_<isa>.cpp.
 //   pass 1, score:     S = Q K^T for every row and key (blocked so a key block stays in L2)
-//   pass 2, normalise: per row, in place: S *= scale with the max in the same sweep, then
-//                      P = exp(S - m) with the sum l in the second sweep
+//   pass 2, normalise: per row: m = scale max S (a read), then in place
+//                      P = exp(scale S - m) with the sum l in the second sweep
 //   pass 3, blend:     O = (P V) / l; dividing the d outputs by l instead of the n weights is the
 //                      same normalisation with n / d times fewer divisions.
 // Scratch: the rows x kv_len score matrix (rows padded to NR keys), l per row, and a Br x d
@@ -63,12 +63,12 @@ struct NaiveSimd : Simd<Arch> {
         },
         nothing);
 
-    // Pass 2, normalise, in place: P = exp(scale S - m), l = rowsum(P).
+    // Pass 2, normalise: m = scale max S, then in place P = exp(scale S - m), l = rowsum(P).
     for (std::size_t r = 0; r < row_count; ++r) {
       float* s = scores + r * stride;
       const std::size_t count = head.visible_keys(rows.begin + r);
       const float m = S::scale_and_max(s, count, head.scale);
-      l[r] = S::exp_and_sum(s, count, max_reference(m));
+      l[r] = S::exp_and_sum(s, count, head.scale, max_reference(m));
       if (head.lse) head.lse[rows.begin + r] = log_sum_exp(m, l[r]);
     }
 

@@ -42,14 +42,14 @@ template <class Arch>
 ForwardBlocking naive_blocking(std::size_t head_dim) {
   using S = Simd<Arch>;
   const std::size_t dp = S::padded_dim(head_dim);
-  // The score pass writes S; scale-and-max and exp-and-sum each read and rewrite it; the blend
-  // reads it: 6 sweeps.
+  // The score pass writes S; scale-and-max reads it; exp-and-sum reads and rewrites it; the
+  // blend reads it: 5 sweeps.
   return {.query_block = S::Br,
           .key_block = S::key_block(dp),
           .mr = S::MR,
           .nr = S::NR,
           .padded_dim = dp,
-          .score_sweeps = 6};
+          .score_sweeps = 5};
 }
 
 template <class Arch>
@@ -101,6 +101,7 @@ constexpr SimdTable simd_table(Isa isa) {
       .naive = {naive_code<Arch, float>(), naive_code<Arch, Half>(), naive_code<Arch, BFloat16>()},
       .tiled = {tiled_code<Arch, float>(), tiled_code<Arch, Half>(), tiled_code<Arch, BFloat16>()},
       .exp = Simd<Arch>::exp_array,
+      .exp2 = Simd<Arch>::exp2_array,
       .phases = {tiled_phase<Arch, kScorePhase>, tiled_phase<Arch, kSoftmaxPhase>,
                  tiled_phase<Arch, kBlendPhase>},
       .softmax_row = Simd<Arch>::softmax_row,

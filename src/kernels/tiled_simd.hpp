@@ -5,8 +5,8 @@
 // For a block of Br query rows (Simd::query_block: 48-192, from the L2 size), key blocks of Bc
 // keys stream past; for each group of MR rows:
 //   S = Q K_block^T                      (score micro-kernel, MR x NR tiles; wider for few rows)
-//   S *= scale, m_new = max(m, rowmax S)  (one pass)
-//   P = exp(S - m_new), l = l * exp(m - m_new) + rowsum P   (one pass)
+//   m_new = max(m, scale rowmax S)       (one pass, reading S)
+//   P = exp(scale S - m_new), l = l * exp(m - m_new) + rowsum P   (one pass, P over S)
 //   O = O * exp(m - m_new) + P V_block    (blend micro-kernel; the rescale fused into its load)
 // and at the end O /= l. A head whose K and V outgrow an L3 chunk is taken a chunk of keys at a
 // time by a super block of query blocks (Simd::l3_keys). Scratch: one MR x Bc score tile, the
@@ -89,7 +89,7 @@ struct TiledSimd : Simd<Arch> {
               m_r = m_new;
             }
             // l = l * exp(m_old - m_new) + rowsum(P)
-            l[g + r] = l[g + r] * alpha[r] + S::exp_and_sum(s, seen.count[r], m_ref);
+            l[g + r] = l[g + r] * alpha[r] + S::exp_and_sum(s, seen.count[r], head.scale, m_ref);
           }
         }
         // O = O * exp(m_old - m_new) + P V
