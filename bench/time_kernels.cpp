@@ -1,6 +1,6 @@
 // attnbench_time: a plain timing loop over registry kernels, for quick measurements before and
-// beside the Google Benchmark suite. Per point: one warm-up call, then `--reps` timed calls on
-// the same buffers; prints the median, min and max, and GFLOP/s from the median with
+// beside the Google Benchmark suite. Per point: warm-up calls for at least 0.2 s, then `--reps`
+// timed calls on the same buffers; prints the median, min and max, and GFLOP/s from the median with
 // FLOPs = 4 x (scored query-key pairs) x d (2 for Q K^T, 2 for P V).
 //   attnbench_time [--kernel REGEX] [--n 256,1024] [--d 64,128] [--threads 1] [--reps 5] [--causal]
 #include <CLI/CLI.hpp>
@@ -52,15 +52,19 @@ int main(int argc, char** argv) {
         if (!kernel.available() || !std::regex_search(std::string(kernel.name), wanted)) continue;
         attnbench::Workspace ws;
         std::vector<double> ms;
+        auto call = [&] {
+          const auto start = std::chrono::steady_clock::now();
+          attnbench::attention(kernel, shape, options, {q.data(), k.data(), v.data(), o.data()},
+                               ws);
+          return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+        };
         try {
-          for (std::size_t r = 0; r <= reps; ++r) {  // r = 0 is the warm-up
-            const auto start = std::chrono::steady_clock::now();
-            attnbench::attention(kernel, shape, options, {q.data(), k.data(), v.data(), o.data()},
-                                 ws);
-            const std::chrono::duration<double, std::milli> t =
-                std::chrono::steady_clock::now() - start;
-            if (r > 0) ms.push_back(t.count());
-          }
+          // NOTE: warm-up for 0.2 s, not one call: a process's first multithreaded calls can run
+          // on the calling thread alone until oneTBB's worker joins the arena (26-82 ms in 4 of 12
+          // process starts on the Zen 5 guest; README, Threads).
+          for (double warm = 0; warm < 200.0;) warm += call();
+          for (std::size_t r = 0; r < reps; ++r) ms.push_back(call());
         } catch (const attnbench::Error& e) {
           std::printf("%-22s %6zu %4zu skipped: %s\n", std::string(kernel.name).c_str(), n, d,
                       e.what());
