@@ -225,10 +225,27 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
 
   // Pack every (batch, key/value head) once, unless a cache holds them packed already; the query
   // heads that share it all read the copy. Tasks of kPackKeys keys, so that a single long head
-  // (decoding) packs on every thread.
+  // (decoding) packs on every thread. Or, for a call whose packed K and V fit the L2, one copy per
+  // thread, which each thread packs in its first compute task (call_plan.hpp).
   std::byte* packed = nullptr;
   std::size_t per_head = 0;  // bytes
-  if (cache == nullptr && code.packing.pack != nullptr) {
+  const bool replicated =
+      cache == nullptr && driver::replicates_packing(code, shape, tasks.threads());
+  unsigned char* copied = nullptr;  // per thread slot: has it packed its copy yet
+  auto pack_copy = [&](std::size_t slot) {
+    for (std::size_t kv = 0; kv < kv_heads; ++kv) {
+      const std::size_t offset = kv * shape.kv_len * d;
+      code.packing.pack(tensors.k + offset, tensors.v + offset, shape.kv_len, d, 0, shape.kv_len,
+                        packed + (slot * kv_heads + kv) * per_head);
+    }
+    copied[slot] = 1;
+  };
+  if (replicated) {
+    per_head = kernels::packed_bytes_per_head(code.packing, shape.kv_len, d);
+    packed = ws.take<std::byte>(tasks.threads() * kv_heads * per_head);
+    copied = ws.take<unsigned char>(tasks.threads());
+    for (std::size_t slot = 0; slot < tasks.threads(); ++slot) copied[slot] = 0;
+  } else if (cache == nullptr && code.packing.pack != nullptr) {
     per_head = kernels::packed_bytes_per_head(code.packing, shape.kv_len, d);
     packed = ws.take<std::byte>(kv_heads * per_head);
     const std::size_t ranges = (shape.kv_len + kPackKeys - 1) / kPackKeys;
@@ -240,9 +257,9 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
     });
   }
   const std::size_t capacity = cache ? cache->capacity() : shape.kv_len;
-  auto packed_head = [&](std::size_t kv_head) -> const void* {
+  auto packed_head = [&](std::size_t kv_head, std::size_t slot) -> const void* {
     if (cache) return cache->head_storage(kv_head);
-    return packed ? packed + kv_head * per_head : nullptr;
+    return packed ? packed + ((replicated ? slot * kv_heads : 0) + kv_head) * per_head : nullptr;
   };
   // NOTE: decoding folds the `group` query heads that read one key/value head into one problem
   // of group x q_len rows (contiguous in Q and O), so that K and V stream once per key/value head,
@@ -251,10 +268,11 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   // (p % per_batch) x group on (group 1: one query head).
   const driver::Problems plan = driver::problems(code, shape);
   const std::size_t per_batch = shape.q_heads / plan.group;
-  auto problem = [&](std::size_t p) {
+  auto problem = [&](std::size_t p, std::size_t slot = 0) {
     const std::size_t b = p / per_batch, h = p % per_batch * plan.group;
     return head_problem(shape, scale, options.causal, tensors,
-                        packed_head(head_offsets(shape, b, h).kv_head), capacity, b, h, plan.group);
+                        packed_head(head_offsets(shape, b, h).kv_head, slot), capacity, b, h,
+                        plan.group);
   };
 
   if (splits_keys(code, shape)) {
@@ -291,8 +309,10 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   const std::size_t blocks_per_problem = (plan.rows + block - 1) / block;
   tasks.run(plan.count * blocks_per_problem, [&](std::size_t t, Workspace& local) {
     const std::size_t first = (t % blocks_per_problem) * block;
+    const std::size_t slot = tasks.slot();
+    if (replicated && !copied[slot]) pack_copy(slot);
     Workspace::Scope scope(local);
-    code.forward.rows(problem(t / blocks_per_problem),
+    code.forward.rows(problem(t / blocks_per_problem, slot),
                       RowRange{first, std::min(first + block, plan.rows)}, local);
   });
   return kernel;

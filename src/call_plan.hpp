@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "attnbench.hpp"
+#include "kernels/common.hpp"
 #include "kernels/kernel_interface.hpp"
 
 namespace attnbench::driver {
@@ -61,6 +62,21 @@ inline std::size_t task_rows(const kernels::KernelCode& code, const Shape& shape
 // count, so results stay bitwise equal for every thread count.
 inline bool splits_keys(const kernels::KernelCode& code, const Shape& shape) {
   return folds_heads(code, shape) && shape.kv_len >= 2 * kKeyChunk;
+}
+
+// NOTE: threads computing a small head all read all of its packed K and V. Packed once and
+// shared, each thread packs a part and then pulls the rest from the other cores' caches, after
+// one more fork and join: at n = 1024, d = 64 on the Zen 5 guest packing cost a two-thread call
+// 66 us against one thread's 30 (README, Threads). So when the packed K and V of the whole call
+// fit the L2 this CPU reports, every thread packs a copy of its own in its first compute task and
+// reads only that one. Packing is deterministic: every copy has the same bits, and the output
+// does not depend on which copy a row read. Never with a KvCache, which packs nothing per call.
+inline bool replicates_packing(const kernels::KernelCode& code, const Shape& shape,
+                               std::size_t threads) {
+  if (threads < 2 || code.packing.pack == nullptr || splits_keys(code, shape)) return false;
+  return shape.batch * shape.kv_heads *
+             kernels::packed_bytes_per_head(code.packing, shape.kv_len, shape.head_dim) <=
+         kernels::reported_l2_bytes();
 }
 
 }  // namespace attnbench::driver

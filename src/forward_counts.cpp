@@ -116,9 +116,11 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
   c.key_block = std::min(b.key_block, shape.kv_len);
   c.kv_head_bytes = double(shape.kv_len) * key_bytes;
   c.kv_set_bytes = chunked ? double(b.chunk_keys) * key_bytes : c.kv_head_bytes;
-  if (packs) {
-    c.pack_bytes = pack_bytes(code->packing, shape);
-    if (parallel) c.tasks += double(kv_heads * blocks(shape.kv_len, kernels::kPackKeys));
+  if (packs) {  // a copy per thread, packed in its first compute task, or one in tasks of its own
+    const bool replicated = driver::replicates_packing(*code, shape, parallel ? threads : 1);
+    c.pack_bytes = pack_bytes(code->packing, shape) * double(replicated ? threads : 1);
+    if (parallel && !replicated)
+      c.tasks += double(kv_heads * blocks(shape.kv_len, kernels::kPackKeys));
   }
   c.io_bytes = 2.0 * double(shape.q_elements()) * 4.0;
   return c;

@@ -48,6 +48,11 @@ class TaskRunner {
 
   bool parallel() const { return arena_ != nullptr; }
   std::size_t threads() const { return threads_; }
+  // The calling thread's slot in the arena, below threads() (0 inline): within one run, the tasks
+  // one thread computes share it, and no two threads have the same.
+  std::size_t slot() const {
+    return arena_ ? static_cast<std::size_t>(tbb::this_task_arena::current_thread_index()) : 0;
+  }
 
   template <class Task>
   void run(std::size_t count, Task&& task) {

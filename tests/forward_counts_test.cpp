@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attnbench.hpp"
+#include "call_plan.hpp"
 #include "forward_counts.hpp"
 #include "kernels/kernel_interface.hpp"
 
@@ -103,10 +104,32 @@ TEST(ForwardCounts, ThreadsCountTasksAndTheirQueryBlocks) {
   EXPECT_GE(two.query_block, kernels::kRowsPerTask);
   const double compute_tasks = double(blocks(2048, two.query_block));
   EXPECT_DOUBLE_EQ(two.compute_tasks, compute_tasks);
-  EXPECT_DOUBLE_EQ(two.tasks, compute_tasks + double(blocks(2048, kernels::kPackKeys)));
+  // Packing tasks of their own, unless each thread packs a copy (whether this CPU's L2 holds it)
+  const bool replicated = driver::replicates_packing(*k.code(), shape, 2);
+  EXPECT_DOUBLE_EQ(two.tasks,
+                   compute_tasks + (replicated ? 0.0 : double(blocks(2048, kernels::kPackKeys))));
+  EXPECT_DOUBLE_EQ(two.pack_bytes, one.pack_bytes * (replicated ? 2.0 : 1.0));
   const double per_pass = one.kv_stream_bytes / double(blocks(2048, one.query_block));
   EXPECT_DOUBLE_EQ(two.kv_stream_bytes, compute_tasks * per_pass);
   EXPECT_DOUBLE_EQ(two.score_fmas, one.score_fmas);
+}
+
+// A call whose packed K and V fit the L2 gets a copy per thread, packed in the compute tasks: twice
+// the packing bytes on two threads and no packing tasks; a call whose K and V do not, one copy.
+TEST(ForwardCounts, SmallCallsPackACopyPerThread) {
+  const Kernel& k = resolve(*find_kernel("tiled/simd"));
+  if (!k.available()) GTEST_SKIP() << "no SIMD kernel on this CPU";
+  const Shape small{1, 2, 2, 128, 128, 64}, large{1, 1, 1, 128, 1 << 16, 64};
+  EXPECT_TRUE(driver::replicates_packing(*k.code(), small, 2));
+  EXPECT_FALSE(driver::replicates_packing(*k.code(), small, 1));
+  EXPECT_FALSE(driver::replicates_packing(*k.code(), large, 2));  // 32 MiB packed
+  const ForwardCounts one = forward_counts(k, small, with(1)),
+                      two = forward_counts(k, small, with(2));
+  EXPECT_DOUBLE_EQ(two.pack_bytes, 2 * one.pack_bytes);
+  EXPECT_DOUBLE_EQ(two.tasks, two.compute_tasks);
+  const ForwardCounts wide = forward_counts(k, large, with(2));
+  EXPECT_DOUBLE_EQ(wide.pack_bytes, forward_counts(k, large, with(1)).pack_bytes);
+  EXPECT_GT(wide.tasks, wide.compute_tasks);
 }
 
 // A head whose K and V outgrow one key chunk is read, one chunk at a time, by a super block of
