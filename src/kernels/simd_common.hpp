@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "kernels/common.hpp"
+#include "kernels/simd_softmax.hpp"
 #include "kernels/simd_storage.hpp"
 #include "kernels/storage.hpp"
 
@@ -28,8 +29,12 @@ namespace {
 inline std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
 
 template <class Arch>
-struct Simd : SimdStorage<Arch> {
+struct Simd : SimdSoftmax<Arch> {
   using Storage = SimdStorage<Arch>;
+  using Softmax = SimdSoftmax<Arch>;
+  using Softmax::exp;
+  using Softmax::exp_and_sum;
+  using Softmax::scale_and_max;
   using Storage::W;  // float lanes per vector
   using typename Storage::batch;
   using typename Storage::ibatch;
@@ -410,231 +415,6 @@ struct Simd : SimdStorage<Arch> {
                    keys.count[r] - keys.common, nullptr, o_acc + r * dp);
       }
     }
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Softmax arithmetic
-  // ---------------------------------------------------------------------------------------------
-
-  // exp(x) for x <= 0, the only inputs softmax gives it (scores minus their max). Range
-  // reduction x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two constants so n ln2 is exact),
-  // exp(r) by Cephes' degree-5 polynomial in r (1 + r + r^2 P(r)), then 2^n built directly in
-  // the exponent bits (AVX-512: vscalefps multiplies by 2^n, exactly as that product is). Below -87
-  // the result would be subnormal: it and -inf flush to 0 (a weight under 2^-125 of the row max is
-  // far below float resolution). NaN stays NaN. Its error against double-precision exp is measured
-  // by simd_exp_test.
-  static batch exp(batch x) {
-    const batch n = xsimd::nearbyint(x * batch(1.44269504088896341f));  // round(x / ln2)
-    batch r = xsimd::fnma(n, batch(0.693359375f), x);                   // x - n ln2 (high part)
-    r = xsimd::fnma(n, batch(-2.12194440e-4f), r);                      // ... (low part)
-    const batch poly = horner(r, 1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                              4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f);
-    return times_two_to(xsimd::fma(poly, r * r, r + batch(1.0f)), n, x, -87.0f);
-  }
-
-  // The polynomial c0 r^k + c1 r^(k-1) + ... + ck, by Horner's rule.
-  template <class... C>
-  static batch horner(batch r, float c0, C... c) {
-    batch poly = batch(c0);
-    ((poly = xsimd::fma(poly, r, batch(c))), ...);
-    return poly;
-  }
-
-  // p x 2^n for integral n within float's normal exponents, or 0 where x < `flush` (there n
-  // would not be, and x = -inf makes p NaN). AVX-512: vscalefps makes it in one step, as exactly;
-  // elsewhere 2^n is built with n + 127 in the exponent field.
-  static batch times_two_to(batch p, batch n, batch x, float flush) {
-    if constexpr (W == 16) {
-      return xsimd::select(x < batch(flush), batch(0.0f), batch(_mm512_scalef_ps(p, n)));
-    }
-    const ibatch biased = xsimd::to_int(n) + ibatch(127);
-    const batch two_n = xsimd::bitwise_cast<batch>(biased << 23);
-    return xsimd::select(x < batch(flush), batch(0.0f), p * two_n);
-  }
-
-  // 2^x for x <= 0 (a few ulp above 0 is fine): the softmax sweeps' exp, whose argument one FMA
-  // makes from the raw score (exp_and_sum). Range reduction x = n + r with n = round(x) is exact
-  // (no ln2 to split), 2^r by Cephes' exp2f polynomial of degree 6 on |r| <= 1/2, then 2^n as in
-  // exp. Below -126 the result would be subnormal: it and -inf flush to 0. NaN stays NaN.
-  // Against exp(x ln2) it saves the multiply and the two-constant reduction (with the max pass
-  // only reading, the sweeps ran 1.56x faster: the README's kernel section).
-  static batch exp2(batch x) {
-    const batch n = xsimd::nearbyint(x);
-    const batch poly =
-        horner(x - n, 1.535336188319500e-4f, 1.339887440266574e-3f, 9.618437357674640e-3f,
-               5.550332471162809e-2f, 2.402264791363012e-1f, 6.931472028550421e-1f, 1.0f);
-    return times_two_to(poly, n, x, -126.0f);
-  }
-
-  // y[i] = f(x[i]) over an array (the tail through a padded vector): how tests reach exp and exp2.
-  template <batch (*F)(batch)>
-  static void apply_array(const float* x, float* y, std::size_t n) {
-    std::size_t i = 0;
-    for (; i + W <= n; i += W) F(batch::load_unaligned(x + i)).store_unaligned(y + i);
-    if (i < n) {
-      alignas(64) float tail[W] = {};
-      for (std::size_t t = 0; t < n - i; ++t) tail[t] = x[i + t];
-      F(batch::load_aligned(tail)).store_aligned(tail);
-      for (std::size_t t = 0; t < n - i; ++t) y[i + t] = tail[t];
-    }
-  }
-  static void exp_array(const float* x, float* y, std::size_t n) { apply_array<exp>(x, y, n); }
-  static void exp2_array(const float* x, float* y, std::size_t n) { apply_array<exp2>(x, y, n); }
-
-  // Horizontal max and sum, for xsimd 8.1 (no reduce_max; its hadd uses the slow hadd
-  // instruction). Called once per row per block, after the vertical loop, so a store and a
-  // scalar tree are cheap enough. The max ignores NaN lanes like the scalar kernels' max.
-  static float hmax(batch x) {
-    alignas(64) float lanes[W];
-    x.store_aligned(lanes);
-    float m = lanes[0];
-    for (std::size_t i = 1; i < W; ++i) m = lanes[i] > m ? lanes[i] : m;
-    return m;
-  }
-  static float hsum(batch x) {
-    alignas(64) float lanes[W];
-    x.store_aligned(lanes);
-    for (std::size_t width = W / 2; width > 0; width /= 2) {  // pairwise: same order every call
-      for (std::size_t i = 0; i < width; ++i) lanes[i] += lanes[i + width];
-    }
-    return lanes[0];
-  }
-
-  // Lanes [0, count) of the vector starting at key `first` stay; the rest become `fill` (-inf).
-  static batch mask_after(batch x, std::size_t first, std::size_t count,
-                          batch fill = batch(kMinusInf)) {
-    if (first + W <= count) return x;
-    alignas(64) static constexpr float kLane[16] = {0, 1, 2,  3,  4,  5,  6,  7,
-                                                    8, 9, 10, 11, 12, 13, 14, 15};
-    const batch lane = batch::load_aligned(kLane) + batch(static_cast<float>(first));
-    return xsimd::select(lane < batch(static_cast<float>(count)), x, fill);
-  }
-
-  // The softmax sweeps over one row of raw scores s[0, count) (a score tile's row, or naive's
-  // whole row), as scale_and_max then exp_and_sum. NOTE: the first only reads: the scale's sign
-  // picks max or min of the raw scores, and their product with the scale is the largest scaled
-  // score exactly (rounding is monotonic). Four running extremes, not one: a single chain of
-  // dependent max instructions was the sweep's bottleneck.
-  static float scale_and_max(const float* s, std::size_t count, float scale) {
-    if (count == 0) return kMinusInf;
-    const bool up = !(scale < 0.0f);
-    const batch none(up ? kMinusInf : -kMinusInf);
-    auto extreme = [up](batch a, batch b) { return up ? xsimd::max(a, b) : xsimd::min(a, b); };
-    batch acc[4] = {none, none, none, none};
-    std::size_t j = 0;
-    for (; j + 4 * W <= count; j += 4 * W) {
-#pragma GCC unroll 4
-      for (std::size_t u = 0; u < 4; ++u)
-        acc[u] = extreme(acc[u], batch::load_aligned(s + j + u * W));
-    }
-    for (; j < count; j += W)
-      acc[0] = extreme(acc[0], mask_after(batch::load_aligned(s + j), j, count, none));
-    alignas(64) float lanes[W];
-    extreme(extreme(acc[0], acc[1]), extreme(acc[2], acc[3])).store_aligned(lanes);
-    float e = lanes[0];  // across lanes, NaN lanes ignored as the scalar kernels' max does
-    for (std::size_t i = 1; i < W; ++i) e = (up ? lanes[i] > e : lanes[i] < e) ? lanes[i] : e;
-    return e * scale;
-  }
-
-  // P = exp(scale s - m_ref) in place over s[0, count) (lanes past count, up to the vector's
-  // end, become 0); returns the row sum of P. NOTE: computed as exp2 of (scale s - m_ref) log2 e,
-  // whose argument one FMA makes from the raw score, s c + b with c = scale log2 e and b =
-  // -m_ref log2 e: nothing on the way overflows, and exp2's exact range reduction makes it 1.4x
-  // cheaper than exp. c and b are rounded, so the argument of the row's largest score is 0 only
-  // within a few roundings of b; while |b| <= 2^20 that keeps every P below 1.2. Beyond (scores
-  // near or past 10^5), or where c or b is not a finite float, the sweep computes
-  // exp(scale s - m_ref), its argument clamped at 0 (GCC may fuse the product and the difference,
-  // whose exact result then exceeds 0 by up to half an ulp of a huge m_ref, and exp of that is
-  // inf): the largest score weighs 1, and every input keeps its semantics, exp(NaN) = NaN,
-  // exp(inf - inf) = NaN. Without a fused FMA (SSE4.2) the argument is (scale s - m_ref) log2 e.
-  static constexpr bool kFusedFma = !std::is_same_v<Arch, xsimd::sse4_2>;
-  // a x + b rounded once. xsimd 8.1's fma for avx512f is a multiply and an add, which GCC fuses
-  // at -O3 but not at -O1 (the ASan build): the intrinsic, to be fused in every build.
-  static batch fused_fma(batch a, batch x, batch b) {
-    if constexpr (W == 16) return batch(_mm512_fmadd_ps(a, x, b));
-    return xsimd::fma(a, x, b);
-  }
-  static float exp_and_sum(float* s, std::size_t count, float scale, float m_ref) {
-    constexpr double kLog2e = 1.44269504088896340736;
-    const float c = static_cast<float>(scale * kLog2e);
-    const float b = static_cast<float>(-double(m_ref) * kLog2e);
-    auto sweep = [&](auto argument) {
-      batch sum = batch(0.0f);
-      for (std::size_t j = 0; j < count; j += W) {
-        const batch p = argument(batch::load_aligned(s + j), j);
-        p.store_aligned(s + j);
-        sum += p;
-      }
-      return hsum(sum);
-    };
-    if (!(std::abs(c) <= std::numeric_limits<float>::max() && std::abs(b) <= 0x1p20f)) {
-      return sweep([&](batch x, std::size_t j) {
-        const batch e = x * batch(scale) - batch(m_ref);  // the compiler may fuse it: clamp at 0
-        return exp(mask_after(xsimd::select(e > batch(0.0f), batch(0.0f), e), j, count));
-      });
-    }
-    if constexpr (kFusedFma) {
-      return sweep([&](batch x, std::size_t j) {
-        return exp2(mask_after(fused_fma(x, batch(c), batch(b)), j, count));
-      });
-    }
-    return sweep([&](batch x, std::size_t j) {
-      return exp2(mask_after((x * batch(scale) - batch(m_ref)) * batch(float(kLog2e)), j, count));
-    });
-  }
-
-  // A whole softmax row in place, for kernels that score with another library (naive/openblas):
-  // s = s * scale, m = max s, P = exp(s - m_ref) / l with l = sum P; returns l (0: a zero row,
-  // whose weights are then 0). Any alignment and count: the vector body is unaligned, the tail
-  // goes through one padded vector (its padding -inf, so exp gives 0 there and the sum is
-  // unchanged), so every element takes the same exp.
-  static float softmax_row(float* s, std::size_t count, float scale, float* lse) {
-    batch running = batch(kMinusInf);
-    std::size_t j = 0;
-    for (; j + W <= count; j += W) {
-      const batch x = batch::load_unaligned(s + j) * batch(scale);
-      x.store_unaligned(s + j);
-      running = xsimd::max(running, x);
-    }
-    float m = hmax(running);
-    for (std::size_t t = j; t < count; ++t) {
-      s[t] *= scale;
-      m = s[t] > m ? s[t] : m;
-    }
-    const float m_ref = max_reference(m);
-    batch sum = batch(0.0f);
-    for (j = 0; j + W <= count; j += W) {
-      const batch p = exp(batch::load_unaligned(s + j) - batch(m_ref));  // P = exp(S - m)
-      p.store_unaligned(s + j);
-      sum += p;
-    }
-    alignas(64) float tail[W];
-    if (j < count) {
-      for (std::size_t t = 0; t < W; ++t) tail[t] = j + t < count ? s[j + t] : kMinusInf;
-      const batch p = exp(batch::load_aligned(tail) - batch(m_ref));
-      p.store_aligned(tail);
-      sum += p;
-    }
-    const float l = hsum(sum);
-    if (lse != nullptr) *lse = log_sum_exp(m, l);
-    const float inv = inverse_sum(l);
-    const batch inv_l = batch(inv);
-    for (std::size_t t = 0; j + t < count; ++t) s[j + t] = tail[t] * inv;
-    for (std::size_t i = 0; i + W <= count; i += W) {
-      (batch::load_unaligned(s + i) * inv_l).store_unaligned(s + i);
-    }
-    return l;
-  }
-
-  // Output row = accumulator * inv_l over d columns (no padding), or zeros when inv_l is 0 and the
-  // row weighed nothing.
-  static void write_row(const float* acc, float inv_l, bool empty, std::size_t d, float* out) {
-    std::size_t c = 0;
-    for (; c + W <= d; c += W) {
-      const batch x = empty ? batch(0.0f) : batch::load_aligned(acc + c) * batch(inv_l);
-      x.store_unaligned(out + c);
-    }
-    for (; c < d; ++c) out[c] = empty ? 0.0f : acc[c] * inv_l;
   }
 };
 
