@@ -106,6 +106,10 @@ with tempfile.TemporaryDirectory() as tmp:
     check("both points measured, three repetitions each", len(medians) == 2 and
           all(b["repetitions"] == 3 and not b.get("error_occurred") and b["rss_peak_bytes"] > 0 for b in medians),
           str(medians)[:500])
+    minimums = {b["run_name"]: b["real_time"] for b in data["benchmarks"] if b.get("aggregate_name") == "min"}
+    check("each point's fastest repetition, at most its median",
+          len(minimums) == 2 and all(0 < minimums[b["run_name"]] <= b["real_time"] for b in medians),
+          str(minimums))
     calls = [line for line in run.stderr.splitlines() if line.startswith("[call ")]
     check("progress counts calls", len(calls) >= 6, run.stderr[-1000:])
 check("context says not interleaved", context.get("repetitions_interleaved") == "false",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import analysis
 from loader import Record, Table
 
 # A kernel whose GFLOP/s at the largest n is below this fraction of its best has lost throughput as
@@ -150,32 +151,35 @@ FLAT_TOLERANCE = 0.10
 
 @dataclass(frozen=True)
 class Flatness:
-    """One SIMD tiled kernel at one head dim and thread count: its median GFLOP/s at FLAT_BASE_N and
-    at every larger n measured (not causal)."""
+    """One SIMD tiled kernel at one head dim and thread count: its GFLOP/s (analysis.best_gflops) at
+    FLAT_BASE_N and at every larger n measured (not causal); `floor` is its run's noise floor."""
 
     kernel: str
     d: int
     threads: int
     base: Record
     later: list  # Records at larger n, ascending
+    floor: float
 
     def ratio(self, r: Record) -> float:
-        return r.gflops_median / self.base.gflops_median
+        return analysis.best_gflops(r) / analysis.best_gflops(self.base)
 
     @property
     def below(self) -> list:
         """The later points more than FLAT_TOLERANCE under the base."""
         return [r for r in self.later if self.ratio(r) < 1.0 - FLAT_TOLERANCE]
 
-    def noisy(self, r: Record, limit: float) -> bool:
-        """Either side of the ratio varies over its repetitions by more than `limit`."""
-        return not (r.time_ms_cv <= limit and self.base.time_ms_cv <= limit)
+    def noisy(self, r: Record) -> bool:
+        """Is the ratio within noise of the tolerance's line (either side of it)?"""
+        line = 1.0 - FLAT_TOLERANCE
+        return analysis.within_noise(self.ratio(r) / line - 1, analysis.comparison_noise(self.floor, r, self.base))
 
 
 def tiled_flatness(table: Table) -> list:
     """A Flatness per SIMD tiled kernel, head dim and thread count with points at FLAT_BASE_N and
     beyond, forward, one head, not causal."""
     points = table.measured().forward().matrix().where(causal=False)
+    floor = analysis.noise_floor(points)
     out = []
     for kernel in points.values("kernel"):
         if not kernel.startswith("tiled/simd"):
@@ -186,7 +190,7 @@ def tiled_flatness(table: Table) -> list:
                 base = [r for r in rows if r.n == FLAT_BASE_N]
                 later = [r for r in rows if r.n > FLAT_BASE_N]
                 if base and later:
-                    out.append(Flatness(kernel, d, threads, base[0], later))
+                    out.append(Flatness(kernel, d, threads, base[0], later, floor))
     return out
 
 

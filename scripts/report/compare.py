@@ -164,8 +164,10 @@ def verdicts_section(doc: Document, table: Points) -> None:
     s.add(Paragraph(
         f"Every verdict the single-run report states, read from each run by the same rule. {len(shared)} verdicts "
         f"are stated by every run: {sum(a.agree for a in shared)} agree, {len(excused)} differ where a run marks "
-        f"its own verdict within noise (a difference smaller than the larger CV of its two sides), and "
-        f"**{len(differ)} differ outside noise**."))
+        f"its own verdict within noise (the matrix's verdicts: a difference "
+        f"{analysis.noise_rule(table.where(run=runs[0].index).forward().matrix())}, in the first run; the "
+        f"contenders' windows: smaller than the larger CV of the two sides; the scaling window: the speedup's CV "
+        f"over 10%), and **{len(differ)} differ outside noise**."))
     s.add(Table(["verdict", "statistic", "stated by every run", "agree", "differ within noise", "differ"], rows,
                 align="llrrrr"))
     for title, items in (("Differ outside noise", differ), ("Differ within noise", excused)):

@@ -47,7 +47,7 @@ _STATUSES = ("skipped", "missing", "unsupported", "failed")
 # The `pass` column's values (the Record field is `pass_`: `pass` is a Python keyword).
 PASSES = ("forward", "backward", "forward+backward")
 _TIME_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
-_AGGREGATE_SUFFIX = re.compile(r"_(mean|median|stddev|cv)$")
+_AGGREGATE_SUFFIX = re.compile(r"_(mean|median|stddev|cv|min)$")
 # Order of kernels in every table and legend: strategy, then backend from fastest to plainest.
 _STRATEGY_ORDER = ("tiled", "naive")
 _BACKEND_ORDER = ("simd", "openblas", "autovec", "scalar")
@@ -178,6 +178,9 @@ class Record:
     oracle_error_ratio_median: float = math.nan
     oracle_error_ratio_mean: float = math.nan
     oracle_error_ratio_cv: float = math.nan
+    # The fastest repetition's real time (the matrix's `min` aggregate, or the smallest of the plain
+    # repetitions); NaN where the JSON has neither (older runs, the windows).
+    time_ms_min: float = math.nan
     # "measured", or why not, from the error message's first word: "skipped" (budget), "missing"
     # (library absent), "unsupported" (the point), "failed" (the oracle check or an error)
     status: str = "measured"
@@ -307,6 +310,8 @@ def _stats_from_aggregates(aggregates: dict) -> dict:
         for stat in STATS:
             entry = aggregates.get(stat)
             out[f"{measure}_{stat}"] = _value(entry, measure, ratio=stat == "cv") if entry else math.nan
+    if "min" in aggregates:
+        out["time_ms_min"] = _value(aggregates["min"], "time_ms")
     return out
 
 
@@ -320,6 +325,8 @@ def _stats_from_repetitions(entries: list) -> dict:
         out[f"{measure}_median"] = float(np.median(values))
         out[f"{measure}_mean"] = mean
         out[f"{measure}_cv"] = cv
+        if measure == "time_ms":
+            out["time_ms_min"] = float(np.min(values))
     return out
 
 

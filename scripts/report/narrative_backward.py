@@ -180,7 +180,7 @@ def _naive_against_tiled(s, points: Points, table: Points) -> None:
                 if len(c.n):
                     rows.append([name, f"{fmt.code(tiled)} vs {fmt.code(naive)}", str(d), str(t), c.sentence()])
     if rows:
-        s.add(Table(["pair", "kernels", "d", "threads", "backward: where tiled overtakes naive (median times)"], rows,
+        s.add(Table(["pair", "kernels", "d", "threads", f"backward: where tiled overtakes naive ({analysis.statistic(points)})"], rows,
                     align="llrrl"))
     pairs = ab.scratch_pairs(table)
     if pairs:

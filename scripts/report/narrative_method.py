@@ -64,11 +64,14 @@ def method(doc: Document, table: Points) -> None:
     run = table.runs[0]
     s.add(Bullets([
         "Each point is one head, q_len = kv_len = n, fp32, the inputs made and touched once outside the timed loop; "
-        "times are Google Benchmark's real time per call, median over the repetitions.",
+        "times are Google Benchmark's real time per call, median over the repetitions"
+        + ("; comparisons between points (the fastest kernel of a cell, where tiled overtakes naive, flatness in n) "
+           "read each point's fastest repetition instead, since a neighbour on the host only ever adds time to a "
+           "compute-bound call, and call a difference within noise when it is "
+           + analysis.noise_rule(table) + "." if analysis.compares_minimums(table) else "."),
         ("The repetitions of every point were interleaved at random across the whole matrix "
          "(`--benchmark_enable_random_interleaving`), so the two sides of every ratio between points were spread "
-         "over the same minutes, and a point's CV includes the host's drift over the run: a lead smaller than it "
-         "is called within noise." if run.context.get("repetitions_interleaved") == "true" else
+         "over the same minutes, and a point's spread includes the host's drift over the run." if run.context.get("repetitions_interleaved") == "true" else
          "The points ran one after another, each point's repetitions back to back: a ratio between two points "
          "compares times taken minutes apart, and a point's CV does not include the host's drift between them, "
          "so leads of a few percent may not hold in another run."),

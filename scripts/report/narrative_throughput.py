@@ -77,21 +77,21 @@ def flatness(s, table: Points, all_threads: int) -> None:
             if r is None:
                 cells.append("")
                 continue
-            mark = "*" if f.noisy(r, analysis.CV_FLAG) else ""
+            mark = "*" if f.noisy(r) else ""
             noise += bool(mark)
             cells.append(fmt.ratio(f.ratio(r)) + mark)
         rows.append([fmt.code(f.kernel), str(f.d), fmt.threads(f.threads, all_threads),
-                     fmt.sig(f.base.gflops_median)] + cells)
-        below = [r for r in f.below if not f.noisy(r, analysis.CV_FLAG)]
+                     fmt.sig(analysis.best_gflops(f.base))] + cells)
+        below = [r for r in f.below if not f.noisy(r)]
         if not f.below:
             flat += 1
         elif below:
             falls.append(f"{fmt.code(f.kernel)} at d = {f.d} on {fmt.threads(f.threads, all_threads)}: "
                          f"n = {', '.join(fmt.count(r.n) for r in below)}")
-    s.add(Table(header, rows, caption=f"Is tiled throughput flat in n? Median GFLOP/s at each n over the same "
-                                      f"kernel's at n = {fmt.count(base_n)}, same d and threads, not causal; * marks "
-                                      f"a ratio either side of which varies over its repetitions by more than "
-                                      f"{fmt.pct(100 * analysis.CV_FLAG, 0)}:"))
+    s.add(Table(header, rows, caption=f"Is tiled throughput flat in n? GFLOP/s ({analysis.statistic(table)}) at each "
+                                      f"n over the same kernel's at n = {fmt.count(base_n)}, same d and threads, not "
+                                      f"causal; * marks a ratio within noise of the {fmt.ratio(1 - tolerance)} line "
+                                      f"(its distance to the line {analysis.noise_rule(table)}):"))
     text = (f"{flat} of {len(rows_in)} rows stay within {fmt.pct(100 * tolerance, 0)} of their n = {fmt.count(base_n)} "
             f"figure at every longer n. A tiled kernel's work per key block does not depend on n, so a ratio below "
             f"{fmt.ratio(1 - tolerance)} means the memory hierarchy charges more as n grows (K and V streamed from "
@@ -111,6 +111,7 @@ def winners(doc: Document, table: Points, figures: dict, all_threads: int) -> No
     s.add(doc.figure(figures["fig4_heatmap"], "Median GFLOP/s of each kernel over (n, d), one thread, not "
                  "causal, on one logarithmic colour scale."))
     dims, ns = table.values("d"), table.values("n")
+    floor = analysis.noise_floor(table)
     for t in analysis.thread_counts(table):
         cells = analysis.winners(table, t)
         rows = []
@@ -122,8 +123,8 @@ def winners(doc: Document, table: Points, figures: dict, all_threads: int) -> No
                     row.append("")
                     continue
                 best = ranked[0]
-                text = f"{fmt.code(best.kernel)} {fmt.sig(best.gflops_median)}"
-                lead = analysis.lead(ranked)
+                text = f"{fmt.code(best.kernel)} {fmt.sig(analysis.best_gflops(best))}"
+                lead = analysis.lead(ranked, floor)
                 if lead is not None:
                     text += f" (+{fmt.pct(100 * lead.margin)} over {fmt.code(lead.runner_up.kernel)}"
                     text += ", within noise)" if lead.within_noise else ")"
@@ -131,10 +132,9 @@ def winners(doc: Document, table: Points, figures: dict, all_threads: int) -> No
             if any(row[1:]):
                 rows.append(row)
         s.add(Table(["n"] + [f"d = {d}" for d in dims], rows, align="r" + "l" * len(dims),
-                    caption=f"Fastest kernel per cell on {fmt.threads(t, all_threads)}, not causal, by median time over "
-                            f"repetitions: its median GFLOP/s and "
-                            f"its lead over the runner-up (\"within noise\" when the lead is smaller than the larger "
-                            f"CV of the two):"))
+                    caption=f"Fastest kernel per cell on {fmt.threads(t, all_threads)}, not causal, by its "
+                            f"{analysis.statistic(table)}: its GFLOP/s there and its lead over the runner-up "
+                            f"(\"within noise\" when the lead is {analysis.noise_rule(table)}):"))
 
 
 # --- speedups -----------------------------------------------------------------------------------

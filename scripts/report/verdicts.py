@@ -2,18 +2,22 @@
 second run of the same study reach the same conclusions? Each verdict is read exactly as the
 single-run report reads it (the same functions, statistic and noise rule):
 
-- the fastest kernel of each (n, d, threads) cell of the matrix (analysis.winners, medians);
-- where tiled overtakes naive, per pair, d and threads (analysis.crossover, medians);
+- the fastest kernel of each (n, d, threads) cell of the matrix (analysis.winners);
+- where tiled overtakes naive, per pair, d and threads (analysis.crossover);
 - whether each SIMD tiled kernel's GFLOP/s at each n stays within 10% of its n = 2048 figure
-  (analysis_throughput.tiled_flatness, medians);
+  (analysis_throughput.tiled_flatness);
+  these three read each point's fastest repetition (analysis.best_ms; the median in runs without
+  minimums);
 - whether all threads run at least 1.8x one in the scaling window (scaling.py, the median over
   repetitions of each repetition's median over rounds);
 - who leads at each point of the contenders' windows: attnbench's best or the strongest peer
   (analysis_contenders.leads, medians of interleaved repetitions).
 
-A verdict carries whether its own run marks it within noise (the report's rule: a difference smaller
-than the larger CV of the two sides; the scaling window's: the speedup's CV over 10%); two runs that
-disagree on a verdict one of them marks within noise have not contradicted each other."""
+A verdict carries whether its own run marks it within noise (the matrix's rule, analysis.comparison_noise:
+a difference smaller than how far either side's median sits above its minimum, or the run's typical
+such gap; the contenders' windows: smaller than the larger CV of the two sides; the scaling window's:
+the speedup's CV over 10%); two runs that disagree on a verdict one of them marks within noise have
+not contradicted each other."""
 from __future__ import annotations
 
 import math
@@ -31,9 +35,9 @@ WINNER, CROSSOVER, FLAT, SCALING, LEAD = ("fastest kernel", "tiled overtakes nai
                                           "two threads over one", "lead over the peers")
 TOPICS = (WINNER, CROSSOVER, FLAT, SCALING, LEAD)
 STATISTIC = {
-    WINNER: "median time over repetitions",
-    CROSSOVER: "median time over repetitions",
-    FLAT: "median GFLOP/s over repetitions",
+    WINNER: "fastest repetition's time (median in runs without one)",
+    CROSSOVER: "fastest repetition's time (median in runs without one)",
+    FLAT: "fastest repetition's GFLOP/s (median in runs without one)",
     SCALING: "median over repetitions of the speedup over rounds",
     LEAD: "median GFLOP/s over interleaved repetitions",
 }
@@ -58,9 +62,10 @@ def _threads(t: int) -> str:
 
 def winners(matrix: Table) -> list:
     out = []
+    floor = analysis.noise_floor(matrix)
     for t in analysis.thread_counts(matrix):
         for (n, d), ranked in sorted(analysis.winners(matrix, t).items()):
-            lead = analysis.lead(ranked)
+            lead = analysis.lead(ranked, floor)
             if lead is None:
                 continue
             out.append(Verdict(WINNER, f"n = {fmt.count(n)}, d = {d}, {_threads(t)}", lead.winner.kernel,
@@ -108,7 +113,7 @@ def flatness(matrix: Table) -> list:
                                f"within {fmt.pct(100 * tolerance, 0)}" if ratio >= 1 - tolerance
                                else f"more than {fmt.pct(100 * tolerance, 0)} below",
                                f"{fmt.ratio(ratio)} its n = {fmt.count(analysis_throughput.FLAT_BASE_N)} GFLOP/s",
-                               f.noisy(r, analysis.CV_FLAG)))
+                               f.noisy(r)))
     return out
 
 

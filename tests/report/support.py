@@ -62,8 +62,8 @@ def fixture_report() -> Path:
 
 def benchmark_entries(name: str, times_ms, gflops=None, counters=None, aggregates=True, time_unit="ms") -> list:
     """Google Benchmark JSON entries for one point: its repetitions' aggregates (mean, median,
-    stddev, cv) as attnbench_bench writes them with --benchmark_report_aggregates_only, or the plain
-    repetitions."""
+    stddev, cv, and the matrix's min) as attnbench_bench writes them with
+    --benchmark_report_aggregates_only, or the plain repetitions."""
     import numpy as np
 
     scale = {"ns": 1e6, "us": 1e3, "ms": 1.0, "s": 1e-3}[time_unit]
@@ -78,7 +78,8 @@ def benchmark_entries(name: str, times_ms, gflops=None, counters=None, aggregate
                 for i, (t, g) in enumerate(zip(times, gflops))]
     out = []
     for stat, f in (("mean", np.mean), ("median", np.median),
-                    ("stddev", lambda v: np.std(v, ddof=1)), ("cv", lambda v: np.std(v, ddof=1) / np.mean(v))):
+                    ("stddev", lambda v: np.std(v, ddof=1)), ("cv", lambda v: np.std(v, ddof=1) / np.mean(v)),
+                    ("min", np.min)):
         entry = {"name": f"{run_name}_{stat}", "run_name": run_name, "run_type": "aggregate",
                  "repetitions": len(times), "threads": 1, "aggregate_name": stat,
                  "aggregate_unit": "percentage" if stat == "cv" else "time", "iterations": len(times),

@@ -190,17 +190,50 @@ class Noise(unittest.TestCase):
         self.assertFalse(analysis.within_noise(0.01, math.nan))  # one repetition: no CV to hide behind
 
     def test_lead_of_the_winner(self):
+        # support.load_points: repetitions median x (1 - cv), median, median x (1 + cv)
         table = support.load_points([("tiled/simd/avx2/n:512/d:64/threads:1/causal:0", 1.00, {}, 0.05),
-                                     ("naive/simd/avx2/n:512/d:64/threads:1/causal:0", 1.03, {}, 0.01),
+                                     ("naive/simd/avx2/n:512/d:64/threads:1/causal:0", 1.00, {}, 0.01),
                                      ("tiled/scalar/n:512/d:64/threads:1/causal:0", 1.50, {}, 0.01),
                                      ("tiled/scalar/n:1024/d:64/threads:1/causal:0", 6.0, {}, 0.01)])
         cells = analysis.winners(table, 1)
-        lead = analysis.lead(cells[(512, 64)])
+        floor = analysis.noise_floor(table)
+        self.assertAlmostEqual(floor, 1 / 0.99 - 1)  # three of the four points spread 1%
+        lead = analysis.lead(cells[(512, 64)], floor)
         self.assertEqual((lead.winner.kernel, lead.runner_up.kernel), ("tiled/simd/avx2", "naive/simd/avx2"))
-        self.assertAlmostEqual(lead.margin, 0.03)
-        self.assertTrue(lead.within_noise)  # 3% ahead, but the winner's time varies by 5%
-        self.assertIsNone(analysis.lead(cells[(1024, 64)]))  # one kernel: nobody to lead
-        self.assertAlmostEqual(analysis.larger_cv(lead.winner, lead.runner_up), 0.05)
+        self.assertAlmostEqual(lead.margin, 0.99 / 0.95 - 1)  # fastest repetitions: 0.95 against 0.99
+        self.assertTrue(lead.within_noise)  # 4.2% ahead, but the winner's median sits 5.3% above its fastest
+        self.assertIsNone(analysis.lead(cells[(1024, 64)], floor))  # one kernel: nobody to lead
+
+    def test_comparisons_read_the_fastest_repetition(self):
+        def reps(name, times):
+            return support.benchmark_entries(name + "/n:512/d:64/threads:1/causal:0", times)
+
+        folder = Path(tempfile.mkdtemp(prefix="attnbench-minimum-", dir=support.output_root()))
+        table = loader.load([support.write_results(folder, reps("tiled/simd/avx2", [1.00, 1.01, 1.40])
+                                                   + reps("naive/simd/avx2", [1.08, 1.09, 1.10])
+                                                   + reps("tiled/scalar", [5.0, 5.0, 5.0]))])
+        tiled = table.one(kernel="tiled/simd/avx2")
+        self.assertEqual((tiled.time_ms_min, tiled.time_ms_median), (1.00, 1.01))
+        self.assertAlmostEqual(analysis.best_gflops(tiled), tiled.gflops_median * 1.01)
+        self.assertAlmostEqual(analysis.min_spread(tiled), 0.01)
+        # the median of the spreads, 1% (tiled), 0.93% (naive) and 0 (scalar)
+        floor = analysis.noise_floor(table)
+        self.assertAlmostEqual(floor, 1.09 / 1.08 - 1)
+        lead = analysis.lead(analysis.winners(table, 1)[(512, 64)], floor)
+        self.assertEqual(lead.winner.kernel, "tiled/simd/avx2")  # its mean (1.14) is the slower one
+        self.assertAlmostEqual(lead.margin, 0.08)
+        self.assertFalse(lead.within_noise)  # 8% against spreads of 1%
+        self.assertAlmostEqual(analysis.comparison_noise(0.2, tiled), 0.2)  # a run's floor dominates
+        self.assertEqual(analysis.statistic(table), "fastest repetition")
+
+    def test_runs_without_minimums_compare_medians_by_cv(self):
+        table = loader.load([support.FIXTURE]).matrix()  # recorded before the min aggregate
+        self.assertFalse(analysis.compares_minimums(table))
+        r = table.measured().records[0]
+        self.assertEqual(analysis.best_ms(r), r.time_ms_median)
+        self.assertTrue(math.isnan(analysis.noise_floor(table)))
+        self.assertEqual(analysis.comparison_noise(math.nan, r), r.time_ms_cv)
+        self.assertEqual(analysis.statistic(table), "median over repetitions")
 
     def test_cv_spread_and_one_call_points(self):
         table = support.load_points([("tiled/scalar/n:128/d:64/threads:1/causal:0", 1.0, {}, 0.01),

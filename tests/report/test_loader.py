@@ -146,7 +146,17 @@ class LoadSynthetic(unittest.TestCase):
         self.assertAlmostEqual(r.time_ms_median, 2.5)
         self.assertAlmostEqual(r.time_ms_mean, 4.0)
         self.assertGreater(r.time_ms_cv, 0.5)
+        self.assertEqual(r.time_ms_min, 1.0)
         self.assertEqual(r.repetitions, 4)
+
+    def test_the_min_aggregate_is_the_fastest_repetition(self):
+        name = "naive/scalar/n:256/d:32/threads:1/causal:0"
+        path = support.write_results(self.dir / "min", support.benchmark_entries(name, [3.0, 2.0, 4.0],
+                                                                                time_unit="s"))
+        r = loader.load([path]).one(kernel="naive/scalar")
+        self.assertEqual(r.name, name + "/repeats:3/real_time")  # `_min` is an aggregate's suffix
+        self.assertAlmostEqual(r.time_ms_min, 2.0)
+        self.assertAlmostEqual(r.time_ms_median, 3.0)
 
     def test_skipped_with_one_entry_per_repetition(self):
         benchmarks = support.skipped_entries("naive/scalar/n:16384/d:64/threads:1/causal:0", "over budget", 5)
