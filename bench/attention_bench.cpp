@@ -243,9 +243,15 @@ const attnbench::bench::OracleCheck& backward_check(const Point& p,
   return it->second;
 }
 
-// The progress line when it counts calls (repetitions interleaved), and repetitions per point.
+// The progress line when it counts calls (repetitions interleaved), and what it counts a call as.
 attnbench::bench::ProgressReporter* g_per_call_progress = nullptr;
-int g_repetitions = 1;
+double g_min_time = 0;  // --benchmark_min_time: a shorter run is the iteration search's, not kept
+struct PlannedPoint {
+  double repetition_s;  // predicted seconds of one repetition
+  double warm_up_s;     // of the untimed first call (and a backward point's forward)
+  bool one_call;        // one call per repetition (no iteration search)
+};
+std::map<std::string, PlannedPoint> g_planned;
 
 void run_point(benchmark::State& state, Point p, std::string skip_reason) {
   auto skip_all = [&state](const std::string& message) {
@@ -305,14 +311,26 @@ void run_point(benchmark::State& state, Point p, std::string skip_reason) {
       return skip_all(std::string("skipped: ") + e.what());
     }
   }
+  const auto loop_start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     call_pass(p, options, in, st);
     benchmark::DoNotOptimize(st.o.data());
     benchmark::DoNotOptimize(st.dq.data());
     benchmark::ClobberMemory();
   }
-  if (g_per_call_progress) {  // a repetition (and its warm-up, on the first call)
-    g_per_call_progress->ran(name, (first_call ? 2.0 : 1.0) / double(g_repetitions + 1));
+  if (g_per_call_progress) {
+    // Planned work done: a repetition once Google Benchmark keeps its run (one call, or a run of
+    // at least the minimum time: the iteration search's shorter runs come first), and the warm-up
+    // at the point's first call. A state made again after eviction is work the plan did not
+    // predict: it only slows the rate the ETA extrapolates.
+    static std::set<std::string> warmed;
+    const PlannedPoint& plan = g_planned.at(name);
+    const double loop_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
+    const bool kept_run = plan.one_call || loop_s >= g_min_time;
+    const bool first_ever = warmed.insert(name).second;
+    g_per_call_progress->ran(
+        name, (kept_run ? plan.repetition_s : 0.0) + (first_ever ? plan.warm_up_s : 0.0));
   }
   using benchmark::Counter;
   const double flops = flops_of(p);
@@ -511,8 +529,9 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
     // A long call runs one iteration per repetition; shorter ones run for --benchmark_min_time.
     if (call > min_time) b->Iterations(1);
     const double per_rep = skip.empty() ? std::max(call, min_time) : 0;
-    g_predicted[name] =
-        per_rep * preset.repetitions + (skip.empty() ? call + setup : 0);  // + warm-up
+    const double warm_up = skip.empty() ? call + setup : 0;
+    g_predicted[name] = per_rep * preset.repetitions + warm_up;
+    g_planned[name] = {per_rep, warm_up, call > min_time};
     g_run_names[name] = name + (call > min_time ? "/iterations:1" : "") +
                         "/repeats:" + std::to_string(preset.repetitions) + "/real_time";
   }
@@ -525,6 +544,7 @@ int main(int argc, char** argv) {
   bool contenders_window = false, decode_window = false, scaling_window = false;
   bool phases_window = false, interleaved = false;
   int repetitions = 0;
+  double min_time = 0;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     if (std::strncmp(argv[i], "--preset=", 9) == 0) {
@@ -545,12 +565,16 @@ int main(int argc, char** argv) {
       // The matrix and the scaling window set their points' own count: this overrides it.
       repetitions = std::atoi(argv[i] + 24);
       args.push_back(argv[i]);
+    } else if (std::strncmp(argv[i], "--benchmark_min_time=", 21) == 0) {
+      min_time = std::atof(argv[i] + 21);  // and the preset's plan (one-call points, the ETA)
+      args.push_back(argv[i]);
     } else {
       args.push_back(argv[i]);
     }
   }
   Preset preset = preset_named(preset_name);
   if (repetitions > 0) preset.repetitions = repetitions;
+  if (min_time > 0) preset.min_time = min_time;
   // The preset's defaults for Google Benchmark's own flags; flags given later override them.
   std::string min_time_flag = "--benchmark_min_time=" + std::to_string(preset.min_time);
   args.insert(args.begin() + 1, min_time_flag.data());
@@ -600,7 +624,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "attnbench_bench: preset %s, %zu points, predicted about %.0f s\n",
                preset_name.c_str(), g_predicted.size(), predicted_total);
   attnbench::bench::ProgressReporter progress(g_predicted);
-  g_repetitions = preset.repetitions;
+  g_min_time = preset.min_time;
   const bool matrix = !contenders_window && !decode_window && !scaling_window && !phases_window;
   benchmark::AddCustomContext("repetitions_interleaved", interleaved ? "true" : "false");
   if (matrix && interleaved) g_per_call_progress = &progress;

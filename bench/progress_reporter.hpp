@@ -22,14 +22,15 @@ class ProgressReporter : public benchmark::ConsoleReporter {
     for (const auto& [name, seconds] : predicted) predicted_total_ += seconds;
   }
 
-  // One call of `name`'s benchmark function ran, `share` of its predicted seconds. With repetitions
+  // One call of `name`'s benchmark function ran, which did `done` of the predicted seconds (a
+  // repetition's, a warm-up's, or none for a run of the iteration search). With repetitions
   // interleaved at random Google Benchmark reports a point only after its last repetition, late in
   // the run; the benchmark then calls this instead, and the line counts calls from the first one.
-  void ran(const std::string& name, double share) {
+  void ran(const std::string& name, double done) {
     per_call_ = true;
     ++calls_;
     line("[call " + std::to_string(calls_) + ", " + std::to_string(total_) + " points]", name,
-         share * predicted_of(name));
+         done);
   }
 
   void ReportRuns(const std::vector<Run>& runs) override {

@@ -1,4 +1,4 @@
-"""Figure 13: the cost model's predicted time against the measured median, log-log, every forward
+"""Figure 13: the cost model's predicted time against the measured time (analysis.best_ms), log-log, every forward
 point the model prices (model.py), one panel per thread count, with y = x and the SIMD kernels'
 band (model.SIMD_BAND); hollow markers are points with n < model.MIN_N, which the targets leave
 out."""
@@ -50,7 +50,7 @@ def draw(model: cost_model.Model, table, out_dir) -> plotting.FigureFile:
         ax.set_ylim(low, high)
         ax.set_aspect("equal")
         ax.set_title(plotting.threads_label(t, all_threads))
-        ax.set_xlabel("measured time per call (ms, median)")
+        ax.set_xlabel(f"measured time per call (ms, {analysis.statistic(table)})")
         ax.set_ylabel("predicted time per call (ms)")
     fig.suptitle("Cost model: every forward point's time predicted from the machine's constants "
                  f"(black: y = x; grey: ±{100 * cost_model.SIMD_BAND:.0f}%; hollow: n < {cost_model.MIN_N})")

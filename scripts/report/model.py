@@ -175,6 +175,8 @@ class Prediction:
     """One forward point, measured and predicted."""
 
     record: Record
+    # The time the model is checked against: like the constants it is priced with, the machine
+    # undisturbed as nearly as the run saw it, so the fastest repetition (analysis.best_ms)
     measured_s: float
     predicted_s: float
     phases: dict  # phase -> predicted seconds (before the kernel's factor)
@@ -330,10 +332,10 @@ def build(table: Table) -> Model:
     points = table.forward().measured().where(run=table.runs[0].index)
     for r in points.sorted():
         phases = raw_phases(machine, r)
-        if phases is not None and r.time_ms_median > 0:
+        if phases is not None and analysis.best_ms(r) > 0:
             raw = sum(phases.values())
             model.predictions.append(Prediction(
-                r, r.time_ms_median / 1e3, raw, phases,
+                r, analysis.best_ms(r) / 1e3, raw, phases,
                 kv_level=machine.level(r.count("kv_head_bytes")),
                 score_level=machine.level(r.count("score_set_bytes")) if r.count("score_bytes") > 0 else ""))
     for kernel in model.kernels():

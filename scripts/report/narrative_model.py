@@ -32,7 +32,9 @@ def section(doc: Document, model: cost_model.Model, table, figures: dict, phases
     s.add(Paragraph(
         "Every forward point's time is predicted from constants the benchmark measured alone, before any point, "
         "and from counts of what the point does, taken from the kernel's own blocking (`src/forward_counts.hpp`); "
-        "never from the point's own time. A point's time is the sum of its phases: the two products (their FMAs "
+        "never from the point's own time, and checked against the point's measured time ("
+        + analysis.statistic(table) + ", as the constants too are the machine undisturbed as nearly as the run "
+        "saw it). A point's time is the sum of its phases: the two products (their FMAs "
         "over the FLOP/s of the kernel's micro-kernels run alone on one key block in L2), the softmax (scores over "
         "the rate of the kernel's scale-and-max and exp-and-sum sweeps alone on one tile, plus the rescale "
         "factors' scalar exps), the stream of packed K and V from beyond L2 (once per query block, at the read "

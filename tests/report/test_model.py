@@ -41,8 +41,9 @@ def point(kernel: str, n: int, ms: float, threads: int = 1, d: int = 64, **count
     return (f"{kernel}/n:{n}/d:{d}/threads:{threads}/causal:0", ms, {f"count_{k}": v for k, v in merged.items()})
 
 
-def build(points, context=MACHINE):
-    return cost_model.build(support.load_points(points, context))
+def build(points, context=MACHINE, cv: float = 0.0):
+    """The model of hand-made points, each three repetitions (median ms x (1 - cv), ms, ms x (1 + cv))."""
+    return cost_model.build(support.load_points(points, context, cv=cv))
 
 
 class Prices(unittest.TestCase):
@@ -55,6 +56,11 @@ class Prices(unittest.TestCase):
         self.assertAlmostEqual(p.predicted_s, sum(p.phases.values()))
         self.assertAlmostEqual(p.error, p.predicted_s / 0.05 - 1)
         self.assertEqual(p.dominant, "products")
+
+    def test_checked_against_the_fastest_repetition(self):
+        (p,) = build([point("tiled/simd/avx2", 1024, 50.0)], cv=0.1).predictions
+        self.assertAlmostEqual(p.measured_s, 0.045)  # not the median's 0.05
+        self.assertAlmostEqual(p.error, p.predicted_s / 0.045 - 1)
 
     def test_a_stream_beyond_l2_at_that_levels_bandwidth_and_threads(self):
         one, two = build([point("tiled/simd/avx2", 1024, 50.0, kv_head_bytes=64 * MiB),
