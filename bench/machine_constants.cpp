@@ -304,10 +304,16 @@ std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) 
   // The curve between L2 and DRAM, where the level a working set is read from is the machine's
   // (an L3 shared with other tenants, or a guest's reported L3 larger than what it gets), not the
   // reported sizes': sets from twice the L2 doubling up to the DRAM sweep's.
+  // The same curve on all threads (the set split among them): whether a level's bandwidth adds up
+  // per core (a private cache, an L3 slice per core) or is shared (DRAM), measured, not assumed.
+  const std::string all = "_threads_" + std::to_string(all_threads);
   for (std::size_t bytes = 2 * l2; bytes < dram; bytes *= 2) {
     out.push_back({"read_gbs_set_" + std::to_string(bytes), read_bandwidth(bytes, 1), "GB/s"});
+    if (all_threads > 1) {
+      out.push_back({"read_gbs" + all + "_set_" + std::to_string(bytes),
+                     read_bandwidth(bytes, all_threads), "GB/s"});
+    }
   }
-  const std::string all = "_threads_" + std::to_string(all_threads);
   if (all_threads > 1) {
     out.push_back({"read_gbs_dram" + all, read_bandwidth(dram, all_threads), "GB/s"});
   }

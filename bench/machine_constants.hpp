@@ -36,6 +36,8 @@ struct MachineConstant {
 //                              the tiled kernel's packing of K and V at d = 128, packed again and
 //                              again, over heads of 4, 16 and 64 L2s of K and V: bytes read and
 //                              written a second (`bytes` a call, as the cost counts' pack_bytes)
+//   read_gbs_threads_<t>_set_<bytes>
+//                              that curve on t threads, each sweeping its share of the set
 //   read_gbs_dram_threads_<t>  the DRAM sweep on t threads
 //   task_s_threads_<t>         one empty task of a parallel loop on a t-thread arena
 //   call_start_s_threads_<t>   starting a t-thread call as the driver does (driver::TaskRunner on

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "attnbench.hpp"
 #include "build_info.hpp"
@@ -41,7 +42,14 @@ void add_run_context(const std::string& preset, std::size_t all_threads, const s
   // Which window this JSON is: the kernel matrix, or the contenders' interleaved comparison.
   AddCustomContext("attnbench_window", window);
   AddCustomContext("cpu_model", read_first_line_with("/proc/cpuinfo", "model name"));
-  // (Cache sizes: Google Benchmark's own "caches" context.)
+  // Cache sizes: Google Benchmark's own "caches" context reads them from sysfs, which a guest may
+  // not have (it is then empty); beside it, the sizes the kernels size their blocks from (sysconf),
+  // where the CPU reports them.
+  for (const auto& [key, name] : {std::pair{"cache_bytes_l1d", _SC_LEVEL1_DCACHE_SIZE},
+                                  std::pair{"cache_bytes_l2", _SC_LEVEL2_CACHE_SIZE},
+                                  std::pair{"cache_bytes_l3", _SC_LEVEL3_CACHE_SIZE}}) {
+    if (const long bytes = sysconf(name); bytes > 0) AddCustomContext(key, std::to_string(bytes));
+  }
   AddCustomContext("memory_bytes", std::to_string(std::size_t(sysconf(_SC_PHYS_PAGES)) *
                                                   std::size_t(sysconf(_SC_PAGE_SIZE))));
   AddCustomContext("naive_memory_budget_bytes", std::to_string(default_memory_budget()));

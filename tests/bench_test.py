@@ -84,6 +84,12 @@ with tempfile.TemporaryDirectory() as tmp:
         check("products and softmax measured on all threads at once",
               kinds == {"products", "softmax"} and all(float(context[k]) > 0 for k in many),
               str(many))
+        curve = [k for k in context if k.startswith(f"read_gbs_threads_{threads}_set_")]
+        check("read curve measured on all threads", curve and all(float(context[k]) > 0 for k in curve), str(curve))
+    # The cache sizes the kernels block for (sysconf), which a guest without sysfs' list still reports
+    l2 = subprocess.run(["getconf", "LEVEL2_CACHE_SIZE"], capture_output=True, text=True).stdout.strip()
+    if l2.isdigit() and int(l2) > 0:
+        check("context has cache_bytes_l2", context.get("cache_bytes_l2") == l2, str(context.get("cache_bytes_l2")))
     check("forward point's score FMAs counted", forward.count("score_fmas") == 128 * 128 * 64,
           str(forward.counts))
     check("forward point's query block", forward.count("query_block") == 16, str(forward.count("query_block")))

@@ -62,9 +62,9 @@ class Cache:
 
 
 def caches(run) -> dict:
-    """{level: Cache} of the data and unified caches in the run's context (Google Benchmark's `caches`)."""
+    """{level: Cache} of the data and unified caches in the run's context (loader.Run.caches)."""
     out = {}
-    for c in run.context.get("caches", []):
+    for c in run.caches:
         if c.get("type") in ("Data", "Unified") and "size" in c:
             out[int(c["level"])] = Cache(int(c["level"]), float(c["size"]), int(c.get("num_sharing", 1) or 1))
     return out

@@ -120,9 +120,28 @@ class Run:
         """The concrete kernel a dispatching entry (`tiled/simd`) resolved to in this run."""
         return self.context.get(f"dispatch {kernel}")
 
+    @property
+    def caches(self) -> list:
+        """The CPU's caches as Google Benchmark's `caches` lists them ({level, type, size, num_sharing}).
+        Google Benchmark reads them from sysfs, which a guest may lack: its list is then empty, and the
+        sizes the kernels size their blocks from (`cache_bytes_l1d`, `_l2`, `_l3`: sysconf) stand in,
+        L1 and L2 private to a core and the L3 shared by every CPU the run saw (sysconf does not say)."""
+        listed = self.context.get("caches") or []
+        if listed:
+            return listed
+        cpus = int(self._number("num_cpus") or 1)
+        out = []
+        for level, key, kind, sharing in ((1, "cache_bytes_l1d", "Data", 1), (2, "cache_bytes_l2", "Unified", 1),
+                                          (3, "cache_bytes_l3", "Unified", cpus)):
+            size = self._number(key)
+            if size and size > 0:
+                out.append({"level": level, "type": kind, "size": size, "num_sharing": sharing,
+                            "source": "sysconf"})
+        return out
+
     def cache_bytes(self, level: int) -> float | None:
-        """Size of the data or unified cache at this level, from Google Benchmark's `caches`."""
-        for cache in self.context.get("caches", []):
+        """Size of the data or unified cache at this level (`caches`)."""
+        for cache in self.caches:
             if cache.get("level") == level and cache.get("type") in ("Data", "Unified"):
                 return float(cache["size"])
         return None

@@ -38,15 +38,16 @@ comes from beyond L2 while its first row group alone computes on it, the other g
 from L2). Sharing each key block among more query rows (Simd::query_block's comment gives the
 measurement) made one thread faster once a head's K and V outgrew the L2; had the stream overlapped
 the FMAs, fewer passes over K and V could not have shortened the call. On t threads the compute phases divide by the threads' share of the compute tasks
-(t, less the idle part of an unequal last round) and bandwidth beyond L2 scales as the measured DRAM
-sweep on t threads did.
+(t, less the idle part of an unequal last round) and bandwidth beyond L2 is read off the same sweeps
+measured on t threads (Machine.read_gbs).
 
 The SIMD kernels (and OpenBLAS's softmax) are priced with their own measured phases. The plain loops
 (scalar, auto-vectorised) and OpenBLAS's sgemm have no constant of their own: their products are priced
 at the FMA rate of their arithmetic (scalar multiply-add; for autovec the blend at the AVX2 FMA rate and
 the score's dot products, which the compiler may not reorder, scalar; the widest ISA for OpenBLAS)
-and the whole prediction is scaled by one factor per kernel, the median of measured over raw predicted
-time over its points with n >= 512: stated in the report beside the residuals.
+and their compute phases (products and softmax) are scaled by one factor per kernel, the median over its
+points with n >= 512 of what makes a point's prediction equal its measured time: stated in the report
+beside the residuals. Their bytes are priced by the measured sweeps like everyone's.
 """
 from __future__ import annotations
 
@@ -148,9 +149,12 @@ class Machine:
         return sorted(points + self.set_curve("read_gbs_set_"))
 
     def read_gbs(self, nbytes: float, threads: int) -> float | None:
-        """Read bandwidth for a working set of `nbytes` on `threads` threads: that of the smallest
-        measured set at least as large (the largest set's beyond them all); the private L1 and L2 add
-        up per core, beyond L2 as the DRAM sweep scaled from one thread to all."""
+        """Read bandwidth for a working set of `nbytes` on `threads` threads together: one thread's is
+        that of the smallest measured set at least as large (the largest set's beyond them all). On
+        several, the private L1 and L2 add up per core; beyond L2 it is the curve measured on that
+        many threads (`read_gbs_threads_<t>_set_<bytes>`, then the DRAM sweep on them). Runs from
+        before that curve: a set one thread reads FAST_SET_RATIO times faster than DRAM (a cache)
+        adds up per core, one from DRAM scales as the DRAM sweep did from one thread to all."""
         one = at_least(self.read_curve(), nbytes)
         if one is None:
             return None
@@ -160,6 +164,12 @@ class Machine:
         if l2 and nbytes <= l2:
             return one * threads
         single, many = self.number("read_gbs_dram"), self.number(f"read_gbs_dram_threads_{threads}")
+        curve = self.set_curve(f"read_gbs_threads_{threads}_set_")
+        if curve:
+            dram_set = self.number("read_set_bytes_dram")
+            return at_least(sorted(curve + ([(dram_set, many)] if dram_set and many else [])), nbytes)
+        if single and one >= FAST_SET_RATIO * single:
+            return one * threads
         return one * (many / single) if single and many else one
 
 
@@ -179,7 +189,7 @@ class Prediction:
     # undisturbed as nearly as the run saw it, so the fastest repetition (analysis.best_ms)
     measured_s: float
     predicted_s: float
-    phases: dict  # phase -> predicted seconds (before the kernel's factor)
+    phases: dict  # phase -> predicted seconds (a calibrated kernel's compute phases times its factor)
     factor: float = 1.0  # the kernel's calibration factor (1 for the SIMD kernels)
     kv_level: str = ""
     score_level: str = ""
@@ -342,13 +352,25 @@ def build(table: Table) -> Model:
         mine = model.of_kernel(kernel)
         if not calibrated(mine[0].record):
             continue
+        # The factor scales the compute phases only: how far the plain loops run from the FMA rate of
+        # their arithmetic. Bytes are priced by the measured sweeps, whoever moves them.
         fit_on = [p for p in mine if p.record.n >= MIN_N] or mine
-        factor = statistics.median(p.measured_s / p.predicted_s for p in fit_on)
+        factor = statistics.median((p.measured_s - (p.predicted_s - compute(p.phases))) / compute(p.phases)
+                                   for p in fit_on)
         model.factors[kernel] = factor
         for p in mine:
             p.factor = factor
-            p.predicted_s *= factor
+            for phase in COMPUTE_PHASES:
+                p.phases[phase] *= factor
+            p.predicted_s = sum(p.phases.values())
     return model
+
+
+COMPUTE_PHASES = ("products", "softmax")
+
+
+def compute(phases: dict) -> float:
+    return sum(phases[phase] for phase in COMPUTE_PHASES)
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,9 @@ def section(doc: Document, model: cost_model.Model, table, figures: dict, phases
         "only what the sweeps add beyond the pass's work counts. The scalar, auto-vectorised and OpenBLAS "
         "kernels have no measured phases of their own: their products are priced at the FMA rate of their "
         "arithmetic (for the auto-vectorised ones the blend at AVX2's and the score's dot products, which the "
-        "compiler may not reorder, scalar) and their whole prediction scaled by one factor per kernel, fitted "
-        f"as the median measured over predicted time of its points with n ≥ {cost_model.MIN_N} (listed below). "
+        "compiler may not reorder, scalar) and their compute phases (products and softmax) scaled by one factor "
+        f"per kernel, the median over its points with n ≥ {cost_model.MIN_N} of the factor that would make the "
+        "prediction exact (listed below); their bytes are priced by the measured sweeps like every kernel's. "
         f"Per point, measured and predicted seconds and each phase's share are in `{cost_model.FILE_NAME}` next "
         "to this report."))
     s.add(constants_table(model))

@@ -88,9 +88,10 @@ def machine(doc: Document, table: Points) -> None:
     ]
     caches = ", ".join(f"L{c['level']} {c['type'].lower()} {fmt.bytes_(c['size'])}"
                        + (f" (shared by {c['num_sharing']})" if c.get("num_sharing", 1) > 1 else "")
-                       for c in ctx.get("caches", []))
+                       for c in run.caches)
     if caches:
-        rows.append(["caches", caches])
+        sysconf = any(c.get("source") == "sysconf" for c in run.caches)
+        rows.append(["caches (sysconf: this guest lists none in sysfs; its L3 taken as shared)" if sysconf else "caches", caches])
     if run.memory_bytes:
         rows.append(["RAM", fmt.bytes_(run.memory_bytes)])
     if run.naive_memory_budget_bytes:

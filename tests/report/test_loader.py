@@ -158,6 +158,20 @@ class LoadSynthetic(unittest.TestCase):
         self.assertAlmostEqual(r.time_ms_min, 2.0)
         self.assertAlmostEqual(r.time_ms_median, 3.0)
 
+    def test_cache_sizes_from_sysconf_only_where_google_benchmark_lists_none(self):
+        sysconf = {"num_cpus": 2, "cache_bytes_l1d": "49152", "cache_bytes_l2": "1048576", "cache_bytes_l3": "33554432"}
+        table = support.load_points([("tiled/scalar/n:128/d:64/threads:1/causal:0", 1.0, {})],
+                                    dict(sysconf, caches=[]))
+        run = table.runs[0]
+        self.assertEqual([run.cache_bytes(level) for level in (1, 2, 3)], [49152.0, 1048576.0, 33554432.0])
+        self.assertEqual([c["num_sharing"] for c in run.caches], [1, 1, 2])  # the L3 taken as shared
+        self.assertTrue(all(c["source"] == "sysconf" for c in run.caches))
+        listed = [{"level": 2, "type": "Unified", "size": 524288, "num_sharing": 1}]
+        run = support.load_points([("tiled/scalar/n:128/d:64/threads:1/causal:0", 1.0, {})],
+                                  dict(sysconf, caches=listed)).runs[0]
+        self.assertEqual(run.cache_bytes(2), 524288.0)  # Google Benchmark's, where it has them
+        self.assertIsNone(run.cache_bytes(3))
+
     def test_skipped_with_one_entry_per_repetition(self):
         benchmarks = support.skipped_entries("naive/scalar/n:16384/d:64/threads:1/causal:0", "over budget", 5)
         benchmarks += support.benchmark_entries("naive/scalar/n:128/d:64/threads:1/causal:0", [1.0, 1.0, 1.0])

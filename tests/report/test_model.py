@@ -67,9 +67,30 @@ class Prices(unittest.TestCase):
                           point("tiled/simd/avx2", 1024, 30.0, threads=2, kv_head_bytes=8 * MiB, tasks=100)]).predictions
         self.assertAlmostEqual(one.phases["K/V stream"], 1e8 / 10e9)  # beyond L3: DRAM, 10 GB/s
         self.assertEqual(one.kv_level, "dram")
-        self.assertAlmostEqual(two.phases["K/V stream"], 1e8 / (50e9 * 1.5))  # L3, scaled as DRAM did
+        # A run without the curve on two threads: a set read 5x faster than DRAM is a cache, which adds
+        # up per core
+        self.assertAlmostEqual(two.phases["K/V stream"], 1e8 / (50e9 * 2))
         self.assertAlmostEqual(two.phases["products"], PRODUCTS / 2)
         self.assertAlmostEqual(two.phases["threads"], 1e-5 + 100 * 1e-6 / 2)
+        (far,) = build([point("tiled/simd/avx2", 1024, 30.0, threads=2, kv_head_bytes=64 * MiB)]).predictions
+        self.assertAlmostEqual(far.phases["K/V stream"], 1e8 / 15e9)  # DRAM: as the DRAM sweep scaled
+
+    def test_a_stream_on_threads_at_the_curve_measured_on_them(self):
+        # The curve on two threads: 8 MiB at 60 GB/s (not 2 x 50), and beyond its sets the DRAM sweep on two
+        measured = dict(MACHINE, **{f"read_gbs_threads_2_set_{8 * MiB}": "60"})
+        near, far = build([point("tiled/simd/avx2", 1024, 30.0, threads=2, kv_head_bytes=8 * MiB),
+                           point("tiled/simd/avx2", 2048, 30.0, threads=2, kv_head_bytes=64 * MiB)],
+                          context=measured).predictions
+        self.assertAlmostEqual(near.phases["K/V stream"], 1e8 / 60e9)
+        self.assertAlmostEqual(far.phases["K/V stream"], 1e8 / 15e9)
+
+    def test_cache_sizes_from_sysconf_where_google_benchmark_lists_none(self):
+        # A guest without sysfs' cache list: the model must still know where L2 ends.
+        sysconf = dict(MACHINE, caches=[], cache_bytes_l1d=str(32 * KiB), cache_bytes_l2=str(1 * MiB),
+                       cache_bytes_l3=str(32 * MiB))
+        (p,) = build([point("tiled/simd/avx2", 1024, 50.0, kv_head_bytes=64 * MiB)], context=sysconf).predictions
+        self.assertAlmostEqual(p.phases["K/V stream"], 1e8 / 10e9)
+        self.assertEqual(p.kv_level, "dram")
 
     def test_a_stream_from_key_chunks_at_the_chunks_level(self):
         # The head's K and V lie beyond the L3, but the kernel reads them a chunk (in L3) at a time.
@@ -115,12 +136,19 @@ class Prices(unittest.TestCase):
         self.assertAlmostEqual(p.phases["K/V stream"], 1e10 / 10e9 - work)
 
     def test_plain_kernels_get_one_factor_fitted_on_their_points(self):
-        raw = 4e9 / 1e10 + 1.001e6 / 1e9 + PACKING + IO  # scalar products, scalar exps
-        m = build([point("tiled/scalar", 512, 2e3 * raw), point("tiled/scalar", 1024, 2e3 * raw),
-                   point("tiled/scalar", 2048, 3e3 * raw), point("tiled/scalar", 256, 10e3 * raw)])
-        self.assertAlmostEqual(m.factors["tiled/scalar"], 2.0, places=2)  # the median over n >= 512
-        errors = sorted(round(p.error, 2) for p in m.predictions)
-        self.assertEqual(errors, [-0.8, -0.33, 0.0, 0.0])
+        # The factor scales the compute (scalar products, scalar exps), not the bytes: Q and O's 1 GB
+        # from DRAM take 0.1 s whatever the loop's speed.
+        work, rest = 4e9 / 1e10 + 1.001e6 / 1e9, PACKING + 1e9 / 10e9
+        ms = lambda factor: 1e3 * (factor * work + rest)  # noqa: E731
+        m = build([point("tiled/scalar", 512, ms(2), io_bytes=1e9), point("tiled/scalar", 1024, ms(2), io_bytes=1e9),
+                   point("tiled/scalar", 2048, ms(3), io_bytes=1e9), point("tiled/scalar", 256, ms(10), io_bytes=1e9)])
+        self.assertAlmostEqual(m.factors["tiled/scalar"], 2.0)  # the median over n >= 512
+        errors = {p.record.n: p.error for p in m.predictions}
+        self.assertAlmostEqual(errors[512], 0.0)
+        self.assertAlmostEqual(errors[2048], ms(2) / ms(3) - 1)
+        p = m.predictions[0]
+        self.assertAlmostEqual(p.phases["products"], 2 * 4e9 / 1e10)
+        self.assertAlmostEqual(p.phases["Q and O"], 0.1)
 
     def test_runs_without_the_constants_are_not_modelled(self):
         self.assertEqual(build([point("tiled/simd/avx2", 1024, 50.0)], {"num_cpus": 2}).predictions, [])
