@@ -495,8 +495,6 @@ int main(int argc, char** argv) {
     register_matrix(preset, preset_name, all_threads);
   }
   // Points the filter drops do not count towards the progress total.
-  double predicted_total = 0;
-  for (const auto& [name, t] : g_predicted) predicted_total += t;
   const std::string filter = benchmark::GetBenchmarkFilter();
   if (!filter.empty() && filter != "." && filter != "all") {
     const std::regex keep(filter);
@@ -505,11 +503,12 @@ int main(int argc, char** argv) {
       if (std::regex_search(run == g_run_names.end() ? it->first : run->second, keep)) {
         ++it;
       } else {
-        predicted_total -= it->second;
         it = g_predicted.erase(it);
       }
     }
   }
+  double predicted_total = 0;  // summed after the filter: no "-0 s" left by subtracting
+  for (const auto& [name, t] : g_predicted) predicted_total += t;
   std::fprintf(stderr, "attnbench_bench: preset %s, %zu points, predicted about %.0f s\n",
                preset_name.c_str(), g_predicted.size(), predicted_total);
   attnbench::bench::ProgressReporter progress(g_predicted);
