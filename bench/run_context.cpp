@@ -43,8 +43,8 @@ void add_run_context(const std::string& preset, std::size_t all_threads, const s
   AddCustomContext("attnbench_window", window);
   AddCustomContext("cpu_model", read_first_line_with("/proc/cpuinfo", "model name"));
   // Cache sizes: Google Benchmark's own "caches" context reads them from sysfs, which a guest may
-  // not have (it is then empty); beside it, the sizes the kernels size their blocks from (sysconf),
-  // where the CPU reports them.
+  // not have (it is then empty); beside it, the sizes sysconf reports (the L2 and L3 are what the
+  // kernels size their blocks from), where the CPU reports them.
   for (const auto& [key, name] : {std::pair{"cache_bytes_l1d", _SC_LEVEL1_DCACHE_SIZE},
                                   std::pair{"cache_bytes_l2", _SC_LEVEL2_CACHE_SIZE},
                                   std::pair{"cache_bytes_l3", _SC_LEVEL3_CACHE_SIZE}}) {

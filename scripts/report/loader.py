@@ -139,6 +139,11 @@ class Run:
                             "source": "sysconf"})
         return out
 
+    @property
+    def caches_source(self) -> str:
+        """Who reported the caches: "Google Benchmark" (sysfs) or "sysconf" (the fallback)."""
+        return "sysconf" if any(c.get("source") == "sysconf" for c in self.caches) else "Google Benchmark"
+
     def cache_bytes(self, level: int) -> float | None:
         """Size of the data or unified cache at this level (`caches`)."""
         for cache in self.caches:

@@ -5,7 +5,8 @@ the point does, never from the point's own time.
   kernels' two products alone on one key block in L2 (FLOP/s per ISA and d), their softmax sweeps
   alone on one score tile (seconds per score), both also per thread while every thread runs them at
   once (the price of a compute task on a call of that many threads), the exp, the FMA rate per ISA, read bandwidth from
-  each cache level and from DRAM, and the cost of a parallel task and of starting a call on the pool.
+  each cache level and from DRAM and over a curve of set sizes from twice the L2 to DRAM, on one
+  thread and on all, and the cost of a parallel task and of starting a call on the pool.
 - What the point does (src/forward_counts.hpp, counters `count_*` written by the benchmark from the
   kernel's own blocking): FMAs of each product, exps, scores swept, packed K/V bytes streamed per
   query block, the score matrix's bytes (naive), packing bytes, tasks.
@@ -39,15 +40,18 @@ from L2). Sharing each key block among more query rows (Simd::query_block's comm
 measurement) made one thread faster once a head's K and V outgrew the L2; had the stream overlapped
 the FMAs, fewer passes over K and V could not have shortened the call. On t threads the compute phases divide by the threads' share of the compute tasks
 (t, less the idle part of an unequal last round) and bandwidth beyond L2 is read off the same sweeps
-measured on t threads (Machine.read_gbs).
+measured on all threads (Machine.read_gbs; runs from before that curve: a cache's adds up per core,
+DRAM's scales as the DRAM sweep did).
 
 The SIMD kernels (and OpenBLAS's softmax) are priced with their own measured phases. The plain loops
 (scalar, auto-vectorised) and OpenBLAS's sgemm have no constant of their own: their products are priced
 at the FMA rate of their arithmetic (scalar multiply-add; for autovec the blend at the AVX2 FMA rate and
 the score's dot products, which the compiler may not reorder, scalar; the widest ISA for OpenBLAS)
-and their compute phases (products and softmax) are scaled by one factor per kernel, the median over its
-points with n >= 512 of what makes a point's prediction equal its measured time: stated in the report
-beside the residuals. Their bytes are priced by the measured sweeps like everyone's.
+and their compute phases are scaled by one factor per kernel (the plain loops' scalar exps cost only
+what would exceed their products: raw_phases gives the fit that showed it), before the sweeps that
+overlap them are weighed against them: the median over its points with n >= 512 of the factor that
+makes a point's prediction equal its measured time (exact_factor), stated in the report beside the
+residuals. Their bytes are priced by the measured sweeps like everyone's.
 """
 from __future__ import annotations
 
@@ -149,10 +153,10 @@ class Machine:
         return sorted(points + self.set_curve("read_gbs_set_"))
 
     def read_gbs(self, nbytes: float, threads: int) -> float | None:
-        """Read bandwidth for a working set of `nbytes` on `threads` threads together: one thread's is
-        that of the smallest measured set at least as large (the largest set's beyond them all). On
-        several, the private L1 and L2 add up per core; beyond L2 it is the curve measured on that
-        many threads (`read_gbs_threads_<t>_set_<bytes>`, then the DRAM sweep on them). Runs from
+        """Read bandwidth of `threads` threads together, each reading a working set of `nbytes`: one
+        thread's is that of the smallest measured set at least as large (the largest set's beyond them
+        all). On several, the private L1 and L2 add up per core; beyond L2 it is the curve measured on
+        that many threads (`read_gbs_threads_<t>_set_<bytes>`, then the DRAM sweep on them). Runs from
         before that curve: a set one thread reads FAST_SET_RATIO times faster than DRAM (a cache)
         adds up per core, one from DRAM scales as the DRAM sweep did from one thread to all."""
         one = at_least(self.read_curve(), nbytes)
@@ -166,8 +170,10 @@ class Machine:
         single, many = self.number("read_gbs_dram"), self.number(f"read_gbs_dram_threads_{threads}")
         curve = self.set_curve(f"read_gbs_threads_{threads}_set_")
         if curve:
+            # That sweep splits its set among the threads: the one whose share each thread reads is
+            # the set of threads x nbytes.
             dram_set = self.number("read_set_bytes_dram")
-            return at_least(sorted(curve + ([(dram_set, many)] if dram_set and many else [])), nbytes)
+            return at_least(sorted(curve + ([(dram_set, many)] if dram_set and many else [])), threads * nbytes)
         if single and one >= FAST_SET_RATIO * single:
             return one * threads
         return one * (many / single) if single and many else one
@@ -216,14 +222,18 @@ class Prediction:
         return abs(self.error) <= self.band
 
 
+PLAIN_BACKENDS = ("scalar", "autovec")  # the plain loops: no measured phases of their own
+
+
 def calibrated(r: Record) -> bool:
     """Is the kernel priced by one factor fitted on its own points (not by phases of its own)?"""
     return r.backend != "simd"
 
 
-def raw_phases(machine: Machine, r: Record) -> dict | None:
-    """The phases' predicted seconds of one forward point, or None when the point or the run lacks
-    what the model needs."""
+def raw_phases(machine: Machine, r: Record, factor: float = 1.0) -> dict | None:
+    """The phases' predicted seconds of one forward point, its compute phases times `factor` (a
+    calibrated kernel's) before anything overlaps them, or None when the point or the run lacks what
+    the model needs."""
     if not r.counts or r.skipped:
         return None
     t = r.threads
@@ -252,9 +262,16 @@ def raw_phases(machine: Machine, r: Record) -> dict | None:
     tasks = r.count("compute_tasks")
     parallel = tasks / math.ceil(tasks / t) if t > 1 and tasks > 0 else float(t)
     phases = {
-        "products": flops / rate / parallel,
-        "softmax": (r.count("softmax_scores") * per_score + rescale_exps / scalar_exp) / parallel,
+        "products": factor * flops / rate / parallel,
+        "softmax": factor * (r.count("softmax_scores") * per_score + rescale_exps / scalar_exp) / parallel,
     }
+    if r.backend in PLAIN_BACKENDS:
+        # Over a run's plain-loop points, a fit of measured time to products and softmax weighs the
+        # scalar exps at about nothing beside the products (-1.8 to 0.3 with the products at 1.9-2.3,
+        # run A of the README): they cost only what would exceed the products. The tiled loops run each
+        # key's exp between its score's chain of dependent adds and its blend, out of order; why the
+        # naive loops' separate softmax pass weighs so little is not established.
+        phases["softmax"] = max(0.0, phases["softmax"] - phases["products"])
 
     def priced(nbytes: float, working_set: float) -> float:
         gbs = machine.read_gbs(working_set, t)
@@ -343,34 +360,50 @@ def build(table: Table) -> Model:
     for r in points.sorted():
         phases = raw_phases(machine, r)
         if phases is not None and analysis.best_ms(r) > 0:
-            raw = sum(phases.values())
             model.predictions.append(Prediction(
-                r, analysis.best_ms(r) / 1e3, raw, phases,
+                r, analysis.best_ms(r) / 1e3, sum(phases.values()), phases,
                 kv_level=machine.level(r.count("kv_head_bytes")),
                 score_level=machine.level(r.count("score_set_bytes")) if r.count("score_bytes") > 0 else ""))
     for kernel in model.kernels():
         mine = model.of_kernel(kernel)
         if not calibrated(mine[0].record):
             continue
-        # The factor scales the compute phases only: how far the plain loops run from the FMA rate of
-        # their arithmetic. Bytes are priced by the measured sweeps, whoever moves them.
+        # The factor scales the compute phases only (how far the plain loops run from the FMA rate of
+        # their arithmetic), before the sweeps that overlap them are weighed against them; bytes are
+        # priced by the measured sweeps, whoever moves them.
         fit_on = [p for p in mine if p.record.n >= MIN_N] or mine
-        factor = statistics.median((p.measured_s - (p.predicted_s - compute(p.phases))) / compute(p.phases)
-                                   for p in fit_on)
+        factors = [f for f in (exact_factor(machine, p) for p in fit_on) if f is not None]
+        factor = statistics.median(factors) if factors else 1.0
         model.factors[kernel] = factor
         for p in mine:
             p.factor = factor
-            for phase in COMPUTE_PHASES:
-                p.phases[phase] *= factor
+            p.phases = raw_phases(machine, p.record, factor)
             p.predicted_s = sum(p.phases.values())
     return model
 
 
-COMPUTE_PHASES = ("products", "softmax")
+FACTOR_RANGE = (1e-3, 1e3)
 
 
-def compute(phases: dict) -> float:
-    return sum(phases[phase] for phase in COMPUTE_PHASES)
+def exact_factor(machine: Machine, p: Prediction) -> float | None:
+    """The factor on a point's compute phases that makes its prediction its measured time: bisection
+    in log space (the prediction never falls as the factor grows), clamped to FACTOR_RANGE; None when
+    its bytes alone take the measured time (the point says nothing of its compute's speed)."""
+    lo, hi = FACTOR_RANGE
+
+    def predicted(f: float) -> float:
+        return sum(raw_phases(machine, p.record, f).values())
+
+    if predicted(lo) >= p.measured_s:
+        return None
+    if predicted(hi) <= p.measured_s:
+        return hi
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if predicted(mid) < p.measured_s else (lo, mid)
+    return math.sqrt(lo * hi)
+
+
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,7 @@ def _intro(s, window, name: str) -> None:
             + (f"; the FMA peak {peak}" if peak else "") + ".")
     if 2 in caches and 3 in caches:
         l2, l3 = caches[2], caches[3]
-        text += (f" Google Benchmark reports an L2 of {fmt.bytes_(l2.size)} "
+        text += (f" {run.caches_source} reports an L2 of {fmt.bytes_(l2.size)} "
                  + ("per core" if l2.num_sharing == 1 else f"per {l2.num_sharing} CPUs")
                  + f" and an L3 of {fmt.bytes_(l3.size)} shared by {l3.num_sharing} CPUs; below, K/V \"fit in L2\" "
                  "when "

@@ -4,6 +4,8 @@ SIMD kernel and its headroom, and the crossover predicted against measured. Ever
 model.py, which reads the run's constants and counts."""
 from __future__ import annotations
 
+import re
+
 import analysis
 import formatting as fmt
 import model as cost_model
@@ -38,7 +40,8 @@ def section(doc: Document, model: cost_model.Model, table, figures: dict, phases
         "over the FLOP/s of the kernel's micro-kernels run alone on one key block in L2), the softmax (scores over "
         "the rate of the kernel's scale-and-max and exp-and-sum sweeps alone on one tile, plus the rescale "
         "factors' scalar exps), the stream of packed K and V from beyond L2 (once per query block, at the read "
-        "bandwidth this machine measured for a working set of one head's K and V), a naive kernel's "
+        "bandwidth this machine measured for a working set of one head's K and V, on as many threads as the "
+        "point's), a naive kernel's "
         "score-matrix sweeps beyond L1, packing, Q and O, and on several threads the start of the call and its "
         "tasks (the compute phases shared by the threads, less the idle part of an unequal last round, each "
         "thread's products and softmax priced as measured with every thread running them at once). The "
@@ -50,7 +53,9 @@ def section(doc: Document, model: cost_model.Model, table, figures: dict, phases
         "only what the sweeps add beyond the pass's work counts. The scalar, auto-vectorised and OpenBLAS "
         "kernels have no measured phases of their own: their products are priced at the FMA rate of their "
         "arithmetic (for the auto-vectorised ones the blend at AVX2's and the score's dot products, which the "
-        "compiler may not reorder, scalar) and their compute phases (products and softmax) scaled by one factor "
+        "compiler may not reorder, scalar; the plain loops' scalar exps only where they would exceed the products, "
+        "as a fit of their measured times to the two weighed the exps at about nothing) and their compute phases "
+        "(products and softmax) scaled by one factor "
         f"per kernel, the median over its points with n ≥ {cost_model.MIN_N} of the factor that would make the "
         "prediction exact (listed below); their bytes are priced by the measured sweeps like every kernel's. "
         f"Per point, measured and predicted seconds and each phase's share are in `{cost_model.FILE_NAME}` next "
@@ -115,6 +120,13 @@ def constants_table(model: cost_model.Model) -> Table:
         gbs, size = m.number(f"read_gbs_{level}"), m.number(f"read_set_bytes_{level}")
         if gbs:
             rows.append([f"read bandwidth, {level.upper()} ({fmt.bytes_(size)} swept)", f"{fmt.sig(gbs)} GB/s"])
+    curves = [("", "one thread")] + [(f"threads_{t}_", f"{t} threads") for t in sorted(
+        {int(k.split("_")[3]) for k in m.run.context if re.fullmatch(r"read_gbs_threads_\d+_set_\d+", k)})]
+    for stem, label in curves:
+        curve = m.set_curve(f"read_gbs_{stem}set_")
+        if curve:
+            rows.append([f"read bandwidth beyond L2, {label}", ", ".join(
+                f"{fmt.bytes_(size)} {fmt.sig(gbs)}" for size, gbs in curve) + " GB/s"])
     for key, value in sorted(m.run.context.items()):
         if key.startswith("read_gbs_dram_threads_"):
             rows.append([f"read bandwidth, DRAM, {key.rsplit('_', 1)[1]} threads", f"{fmt.sig(float(value))} GB/s"])

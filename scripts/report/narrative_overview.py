@@ -90,7 +90,7 @@ def machine(doc: Document, table: Points) -> None:
                        + (f" (shared by {c['num_sharing']})" if c.get("num_sharing", 1) > 1 else "")
                        for c in run.caches)
     if caches:
-        sysconf = any(c.get("source") == "sysconf" for c in run.caches)
+        sysconf = run.caches_source == "sysconf"
         rows.append(["caches (sysconf: this guest lists none in sysfs; its L3 taken as shared)" if sysconf else "caches", caches])
     if run.memory_bytes:
         rows.append(["RAM", fmt.bytes_(run.memory_bytes)])

@@ -3,6 +3,7 @@ grouped-query attention."""
 from __future__ import annotations
 
 import analysis
+import analysis_decode
 import analysis_memory
 import analysis_throughput
 import formatting as fmt
@@ -54,7 +55,8 @@ def decode_and_gqa(doc: Document, table: Points, all_threads: int) -> None:
                 f"ridge: decoding is bound by moving K and V, and its figure of merit is GB/s against the triad "
                 f"bandwidth, not GFLOP/s against the FMA peak. A tiled kernel splits such a shape's keys into chunks "
                 f"computed as separate tasks and merged by log-sum-exp, so several threads can stream K and V at once.")
-        if analysis_memory.fits_in_cache(run, example.bytes_moved_median, 3):
+        if (analysis_memory.fits_in_cache(run, example.bytes_moved_median, 3)
+                and not analysis_decode.l3_shared_and_huge(run)):
             text += (f" Here the {fmt.bytes_(example.bytes_moved_median)} a call moves (K and V, mostly) fit in the "
                      f"{fmt.bytes_(run.cache_bytes(3))} L3, so repeated calls read them from cache and can pass the DRAM triad.")
         s.add(Paragraph(text))

@@ -3,6 +3,7 @@ kernel overtakes the naive one, and the n x n score matrix against packed K and 
 from __future__ import annotations
 
 import analysis
+import analysis_decode
 import analysis_memory
 import formatting as fmt
 from document import Bullets, Document, Paragraph, Table
@@ -60,7 +61,12 @@ def time_vs_n(doc: Document, table: Points, figures: dict, all_threads: int) -> 
                                                     f"{fits[(tiled, d)].slope:.2f}" for d in both) + ")."))
     l2, l3 = analysis_memory.cache_fit_n(run, 2), analysis_memory.cache_fit_n(run, 3)
     cache_sentence = ""
-    if l2 and l3:
+    if l2 and l3 and analysis_decode.l3_shared_and_huge(run):
+        cache_sentence = (f" On this machine the fp32 score matrix of one head fits in L2 up to n ≈ {fmt.count(l2)} "
+                          f"({fmt.bytes_(run.cache_bytes(2))}); the L3 it reports ({fmt.bytes_(run.cache_bytes(3))}) "
+                          "is a whole socket's, shared with cores this run does not see, so its size does not say "
+                          "where the matrix leaves the caches (the cost model's section measures it).")
+    elif l2 and l3:
         cache_sentence = (f" On this machine the fp32 score matrix of one head fits in L2 up to n ≈ {fmt.count(l2)} "
                           f"({fmt.bytes_(run.cache_bytes(2))}) and in L3 up to n ≈ {fmt.count(l3)} "
                           f"({fmt.bytes_(run.cache_bytes(3))}); past that, every pass of a naive kernel streams "

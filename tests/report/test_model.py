@@ -76,8 +76,10 @@ class Prices(unittest.TestCase):
         self.assertAlmostEqual(far.phases["K/V stream"], 1e8 / 15e9)  # DRAM: as the DRAM sweep scaled
 
     def test_a_stream_on_threads_at_the_curve_measured_on_them(self):
-        # The curve on two threads: 8 MiB at 60 GB/s (not 2 x 50), and beyond its sets the DRAM sweep on two
-        measured = dict(MACHINE, **{f"read_gbs_threads_2_set_{8 * MiB}": "60"})
+        # The curve on two threads: 16 MiB (8 MiB a thread, what each thread of the point reads) at
+        # 60 GB/s, not 2 x 50 nor 8 MiB's 90 (4 MiB a thread); beyond its sets the DRAM sweep on two
+        measured = dict(MACHINE, **{f"read_gbs_threads_2_set_{8 * MiB}": "90",
+                                    f"read_gbs_threads_2_set_{16 * MiB}": "60"})
         near, far = build([point("tiled/simd/avx2", 1024, 30.0, threads=2, kv_head_bytes=8 * MiB),
                            point("tiled/simd/avx2", 2048, 30.0, threads=2, kv_head_bytes=64 * MiB)],
                           context=measured).predictions
@@ -130,15 +132,17 @@ class Prices(unittest.TestCase):
         self.assertEqual(small.phases["scores"], 0.0)  # in L1: inside the sweeps' own constant
 
     def test_a_kernel_without_query_blocks_overlaps_its_stream(self):
-        (p,) = build([point("naive/scalar", 1024, 50.0, query_block=1, kv_head_bytes=64 * MiB,
-                            kv_stream_bytes=1e10)]).predictions
-        work = 4e9 / 1e10 + SOFTMAX  # scalar products, scalar exps
+        # Measured as priced at factor 1: the stream's 1 s, of which the work hides its own time
+        (p,) = build([point("naive/scalar", 1024, 1e3 * (1.0 + PACKING + IO), query_block=1,
+                            kv_head_bytes=64 * MiB, kv_stream_bytes=1e10)], cv=0.0).predictions
+        self.assertAlmostEqual(p.factor, 1.0)
+        work = 4e9 / 1e10  # scalar products; a plain loop's exps cost only what would exceed them
         self.assertAlmostEqual(p.phases["K/V stream"], 1e10 / 10e9 - work)
 
     def test_plain_kernels_get_one_factor_fitted_on_their_points(self):
-        # The factor scales the compute (scalar products, scalar exps), not the bytes: Q and O's 1 GB
-        # from DRAM take 0.1 s whatever the loop's speed.
-        work, rest = 4e9 / 1e10 + 1.001e6 / 1e9, PACKING + 1e9 / 10e9
+        # The factor scales the compute (scalar products; the exps, 1 ms, cost only what would exceed
+        # them), not the bytes: Q and O's 1 GB from DRAM take 0.1 s whatever the loop's speed.
+        work, rest = 4e9 / 1e10, PACKING + 1e9 / 10e9
         ms = lambda factor: 1e3 * (factor * work + rest)  # noqa: E731
         m = build([point("tiled/scalar", 512, ms(2), io_bytes=1e9), point("tiled/scalar", 1024, ms(2), io_bytes=1e9),
                    point("tiled/scalar", 2048, ms(3), io_bytes=1e9), point("tiled/scalar", 256, ms(10), io_bytes=1e9)])
@@ -149,6 +153,34 @@ class Prices(unittest.TestCase):
         p = m.predictions[0]
         self.assertAlmostEqual(p.phases["products"], 2 * 4e9 / 1e10)
         self.assertAlmostEqual(p.phases["Q and O"], 0.1)
+
+    def test_the_factor_scales_the_compute_before_the_sweeps_are_weighed_against_it(self):
+        # naive/scalar: five sweeps of 3e9 bytes from DRAM (10 GB/s), 0.3 s each. The score pass's
+        # products (0.2 s at factor 1, 0.4 s at 2) hide its sweep's 0.3 s but for 0.1 s at factor 1 and
+        # wholly at 2, the blend pass likewise. Points measured exactly as factor 2 prices them must
+        # give factor 2 and no error; scaling the prediction made at factor 1 would give 1.5.
+        counts = dict(score_bytes=1.5e10, score_set_bytes=64 * MiB, score_sweeps=5)
+        shapes = [("naive/scalar", n) for n in (512, 1024, 2048)]
+        draft = build([point(kernel, n, 1.0, **counts) for kernel, n in shapes])
+        machine = draft.machine
+
+        def total(p, f):
+            return sum(cost_model.raw_phases(machine, p.record, f).values())
+
+        first = draft.predictions[0]
+        self.assertAlmostEqual(total(first, 2.0) - total(first, 1.0), 0.4 - 0.2)
+        exact = [1e3 * total(p, 2.0) for p in draft.predictions]
+        m = build([point(kernel, n, ms, **counts) for (kernel, n), ms in zip(shapes, exact)], cv=0.0)
+        self.assertAlmostEqual(m.factors["naive/scalar"], 2.0, places=6)
+        self.assertTrue(all(abs(p.error) < 1e-6 for p in m.predictions))
+
+    def test_a_plain_loops_exps_cost_only_what_exceeds_its_products(self):
+        # 5e8 scalar exps (0.5 s) against 0.4 s of scalar products: the exps add 0.1 s
+        (p,) = build([point("tiled/scalar", 1024, 1e3 * (0.5 + PACKING + IO), softmax_scores=5e8)],
+                     cv=0.0).predictions
+        self.assertAlmostEqual(p.factor, 1.0)
+        self.assertAlmostEqual(p.phases["softmax"], 0.1)
+        self.assertAlmostEqual(p.phases["products"], 0.4)
 
     def test_runs_without_the_constants_are_not_modelled(self):
         self.assertEqual(build([point("tiled/simd/avx2", 1024, 50.0)], {"num_cpus": 2}).predictions, [])
