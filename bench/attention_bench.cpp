@@ -1,12 +1,14 @@
 // attnbench_bench: the benchmark matrix, Google Benchmark over every registry kernel x sequence
 // length x head dim x threads x causal, next to the machine's measured ceilings.
 //
-//   attnbench_bench [--preset=quick|full] [--contenders | --decode | --scaling | --phases]
+//   attnbench_bench [--preset=quick|full]
+//                   [--contenders | --decode | --scaling | --phases | --constants]
 //                   [google benchmark flags]
 //
 // --contenders runs the contenders' window instead (contenders_window.hpp), --decode the decode
 // window (decode_window.hpp), --scaling the thread-scaling window (scaling_window.hpp), --phases
-// the tiled kernels' phases timed alone (phases_window.hpp).
+// the tiled kernels' phases timed alone (phases_window.hpp), --constants the cost model's machine
+// constants measured again (constants_window.hpp).
 //
 // Names read `<kernel>/n:<n>/d:<d>/threads:<t>/causal:<0|1>` (q_len = kv_len = n, one head) for
 // the forward pass; a backward point appends `/pass:backward` (attention_backward alone, on the
@@ -44,6 +46,7 @@
 #include "bench_inputs.hpp"
 #include "build_info.hpp"
 #include "ceilings.hpp"
+#include "constants_window.hpp"
 #include "contender.hpp"
 #include "contenders_window.hpp"
 #include "cost_counters.hpp"
@@ -431,7 +434,7 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
 int main(int argc, char** argv) {
   std::string preset_name = "quick";
   bool contenders_window = false, decode_window = false, scaling_window = false;
-  bool phases_window = false, interleaved = false;
+  bool phases_window = false, constants_window = false, interleaved = false;
   int repetitions = 0;
   double min_time = 0;
   std::vector<char*> args;
@@ -446,6 +449,8 @@ int main(int argc, char** argv) {
       scaling_window = true;
     } else if (std::strcmp(argv[i], "--phases") == 0) {
       phases_window = true;
+    } else if (std::strcmp(argv[i], "--constants") == 0) {
+      constants_window = true;
     } else if (std::strncmp(argv[i], "--benchmark_enable_random_interleaving", 38) == 0) {
       const char* value = std::strchr(argv[i], '=');
       interleaved = !value || (std::strcmp(value, "=false") != 0 && std::strcmp(value, "=0") != 0);
@@ -473,11 +478,12 @@ int main(int argc, char** argv) {
   const std::size_t all_threads = static_cast<std::size_t>(tbb::info::default_concurrency());
   attnbench::bench::add_run_context(
       preset_name, all_threads,
-      contenders_window ? "contenders"
-      : decode_window   ? "decode"
-      : scaling_window  ? "scaling"
-      : phases_window   ? "phases"
-                        : "matrix",
+      contenders_window  ? "contenders"
+      : decode_window    ? "decode"
+      : scaling_window   ? "scaling"
+      : phases_window    ? "phases"
+      : constants_window ? "constants"
+                         : "matrix",
       std::to_string(kBackwardCheckRows) + "x" + std::to_string(kBackwardCheckKeys), g_peak_flops,
       g_triad_gbs);
 
@@ -488,6 +494,8 @@ int main(int argc, char** argv) {
                                        g_predicted);
   } else if (phases_window) {
     attnbench::bench::register_phases(preset_name, g_predicted);
+  } else if (constants_window) {
+    attnbench::bench::register_constants(all_threads, g_predicted);
   } else if (decode_window) {
     attnbench::bench::register_decode(preset_name, all_threads, g_triad_gbs, g_peak_flops,
                                       g_predicted);
@@ -513,7 +521,8 @@ int main(int argc, char** argv) {
                preset_name.c_str(), g_predicted.size(), predicted_total);
   attnbench::bench::ProgressReporter progress(g_predicted);
   g_min_time = preset.min_time;
-  const bool matrix = !contenders_window && !decode_window && !scaling_window && !phases_window;
+  const bool matrix = !contenders_window && !decode_window && !scaling_window && !phases_window &&
+                      !constants_window;
   benchmark::AddCustomContext("repetitions_interleaved", interleaved ? "true" : "false");
   if (matrix && interleaved) g_per_call_progress = &progress;
   benchmark::RunSpecifiedBenchmarks(&progress);

@@ -5,7 +5,8 @@
 # Results: Google Benchmark's JSON in DIR/results.json (default reports/runs/<date>-<host>/), so
 # two runs compare with compare.py (see README), the contenders' windows in DIR/contenders.json and
 # DIR/python_contenders.json, the decode window in DIR/decode.json, the scaling window in
-# DIR/scaling.json, the phases window in DIR/phases.json; the report is written next to them.
+# DIR/scaling.json, the phases window in DIR/phases.json, the machine constants measured again
+# after them all in DIR/constants.json; the report is written next to them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -81,6 +82,11 @@ build/bin/attnbench_bench --preset="$preset" --phases \
   --benchmark_out="$out/phases.json" --benchmark_out_format=json \
   "${extra[@]}" | tee "$out/phases_console.txt"
 echo "study: phases took $(( $(date +%s) - start )) s"
+# The cost model's machine constants once more, after every window (the matrix's context has the
+# first reading): a shared host may have been slow in that minute, and the model takes the faster
+# reading of each constant (scripts/report/machine_constants.py).
+build/bin/attnbench_bench --preset="$preset" --constants \
+  --benchmark_out="$out/constants.json" --benchmark_out_format=json > "$out/constants_console.txt"
 build/bin/attnbench demo all --json "$out/demos.json"
 
 if [[ -f scripts/report/report.py ]]; then

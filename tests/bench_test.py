@@ -5,6 +5,7 @@ their names, counters and FLOP counts as the report's loader reads them.
 Usage: bench_test.py PATH/TO/attnbench_bench   (ctest passes the built binary)
 """
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -153,6 +154,26 @@ for b in medians:
     parts = b["share_score"] + b["share_softmax"] + b["share_blend"]
     check("the phases alone add up to about the kernel", 0.6 < parts < 1.5, str(parts))
     check("the products are most of the kernel", b["share_score"] + b["share_blend"] > 0.3, str(b))
+
+# The constants window (--constants): every cost-model constant of the matrix's context measured
+# again, as the counters of one point (the study runs it last; the model takes each one's faster reading).
+with tempfile.TemporaryDirectory() as tmp:
+    out = Path(tmp) / "constants.json"
+    run = subprocess.run([BINARY, "--preset=quick", "--constants", f"--benchmark_out={out}",
+                          "--benchmark_out_format=json"], capture_output=True, text=True, timeout=300)
+    check("constants run exit", run.returncode == 0, run.stderr[-2000:])
+    data = json.loads(out.read_text())
+check("constants window named in the context", data["context"].get("attnbench_window") == "constants",
+      str(data["context"].get("attnbench_window")))
+points = data["benchmarks"]
+check("one constants point", len(points) == 1 and points[0]["name"].startswith(
+      f"constants/threads:{context['threads_all']}/"),
+      str([b["name"] for b in points]))
+speeds = {k for k in context if re.match(r"(exp_per_s|fma_flops|products_flops|pack_bytes_per_s|read_gbs|"
+                                          r"softmax_s_per_score|task_s|call_start_s)_", k)}
+check("every constant of the matrix's context measured again, each positive",
+      len(speeds) > 20 and all(points[0].get(k, 0) > 0 for k in speeds),
+      str(sorted(k for k in speeds if not points[0].get(k, 0) > 0)))
 
 # The scaling window (--scaling): 1 thread against all in rounds, on the quick preset's forward point.
 data, medians = run_window("scaling", "pass:forward")

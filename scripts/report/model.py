@@ -1,7 +1,8 @@
 """The cost model: each forward point's time predicted from what the machine measured alone and what
 the point does, never from the point's own time.
 
-- What the machine measured (bench/machine_constants.hpp, in the run's JSON context): the SIMD
+- What the machine measured (bench/machine_constants.hpp, in the run's JSON context, and again after
+  the study's last window: machine_constants.py, which keeps the faster reading of each): the SIMD
   kernels' two products alone on one key block in L2 (FLOP/s per ISA and d), their softmax sweeps
   alone on one score tile (seconds per score), both also per thread while every thread runs them at
   once (the price of a compute task on a call of that many threads), the exp, the FMA rate per ISA, read bandwidth from
@@ -64,126 +65,13 @@ from pathlib import Path
 
 import analysis
 from loader import Record, Run, Table
+from machine_constants import (FAST_SET_RATIO, MODEL_DIMS, SECOND_READING_FILE, Machine,  # noqa: F401
+                               at_least, load_second_reading)
 
 PHASES = ("products", "softmax", "K/V stream", "scores", "packing", "Q and O", "threads")
 MIN_N = 512  # the targets cover points with n >= 512
 SIMD_BAND, PLAIN_BAND = 0.15, 0.25  # |predicted / measured - 1| the model aims at
-MODEL_DIMS = (32, 64, 128, 256)  # the head dims the benchmark measures the phases at
 FILE_NAME = "model.json"
-FAST_SET_RATIO = 1.25  # a working set read this much faster than DRAM is still in a cache
-
-
-@dataclass(frozen=True)
-class Machine:
-    """The run's measured constants (its JSON context); None where the run did not measure one."""
-
-    run: Run
-
-    def number(self, key: str) -> float | None:
-        value = self.run.context.get(key)
-        try:
-            value = float(value) if value is not None else None
-        except (TypeError, ValueError):
-            return None
-        return value if value is not None and math.isfinite(value) and value > 0 else None
-
-    @property
-    def measured(self) -> bool:
-        """Did the run measure the constants (runs before the cost model did not)?"""
-        return self.number("read_gbs_dram") is not None
-
-    def _per_d(self, stem: str, isa: str, d: int, threads: int = 1) -> float | None:
-        """The constant measured at d, or at the nearest head dim (in ratio) the run measured; on
-        `threads` > 1, the one measured with that many threads at once (`_threads_<t>`), where the
-        run has it, else the one-thread one."""
-        keys = [f"{stem}_{isa}_d{{}}_threads_{threads}"] if threads > 1 else []
-        for key in keys + [f"{stem}_{isa}_d{{}}"]:
-            for measured in sorted(MODEL_DIMS, key=lambda m: abs(math.log(m / d))):
-                value = self.number(key.format(measured))
-                if value is not None:
-                    return value
-        return None
-
-    def products_flops(self, isa: str, d: int, threads: int = 1) -> float | None:
-        """FLOP/s of the tiled kernel's products alone, per thread while `threads` run them."""
-        return self._per_d("products_flops", isa, d, threads)
-
-    def softmax_seconds(self, isa: str, d: int, threads: int = 1) -> float | None:
-        return self._per_d("softmax_s_per_score", isa, d, threads)
-
-    def set_curve(self, stem: str) -> list:
-        """(set bytes, value) of every constant `<stem><bytes>` the run measured, by set size."""
-        return sorted((float(key[len(stem):]), self.number(key)) for key in self.run.context
-                      if key.startswith(stem) and key[len(stem):].isdigit() and self.number(key))
-
-    def pack_rate(self, isa: str, nbytes: float) -> float | None:
-        """Bytes per second of the SIMD kernels' packing of K and V (read and written), one thread, for
-        a call that packs `nbytes` (at_least's rule); None when the run did not measure it."""
-        return at_least(self.set_curve(f"pack_bytes_per_s_{isa}_set_"), nbytes)
-
-    def fma_flops(self, isa: str) -> float | None:
-        return self.number(f"fma_flops_{'avx2+fma' if isa == 'avx2' else isa}")
-
-    def widest_isa(self) -> str | None:
-        """The widest SIMD ISA whose phases the run measured."""
-        return next((isa for isa in ("avx512f", "avx2", "sse4.2")
-                     if self.number(f"exp_per_s_{isa}") is not None), None)
-
-    def beyond(self, nbytes: float, level: int) -> bool:
-        """Is a working set of `nbytes` larger than the cache at `level` the CPU reports?"""
-        size = self.run.cache_bytes(level)
-        return bool(size) and nbytes > size
-
-    def level(self, nbytes: float) -> str:
-        """The cache level a working set of `nbytes` fits in, by the sizes the CPU reports."""
-        for name, level in (("l1", 1), ("l2", 2), ("l3", 3)):
-            size = self.run.cache_bytes(level)
-            if size and nbytes <= size:
-                return name
-        return "dram"
-
-    def read_curve(self) -> list:
-        """(working-set bytes, one-thread GB/s) of every read sweep the run measured, by set size: the
-        L1 and L2 sets, the curve beyond L2 (`read_gbs_set_<bytes>`) and the DRAM set."""
-        points = []
-        for level in ("l1", "l2", "l3", "dram"):
-            size, gbs = self.number(f"read_set_bytes_{level}"), self.number(f"read_gbs_{level}")
-            if size and gbs:
-                points.append((size, gbs))
-        return sorted(points + self.set_curve("read_gbs_set_"))
-
-    def read_gbs(self, nbytes: float, threads: int) -> float | None:
-        """Read bandwidth of `threads` threads together, each reading a working set of `nbytes`: one
-        thread's is that of the smallest measured set at least as large (the largest set's beyond them
-        all). On several, the private L1 and L2 add up per core; beyond L2 it is the curve measured on
-        that many threads (`read_gbs_threads_<t>_set_<bytes>`, then the DRAM sweep on them). Runs from
-        before that curve: a set one thread reads FAST_SET_RATIO times faster than DRAM (a cache)
-        adds up per core, one from DRAM scales as the DRAM sweep did from one thread to all."""
-        one = at_least(self.read_curve(), nbytes)
-        if one is None:
-            return None
-        if threads == 1:
-            return one
-        l2 = self.run.cache_bytes(2)
-        if l2 and nbytes <= l2:
-            return one * threads
-        single, many = self.number("read_gbs_dram"), self.number(f"read_gbs_dram_threads_{threads}")
-        curve = self.set_curve(f"read_gbs_threads_{threads}_set_")
-        if curve:
-            # That sweep splits its set among the threads: the one whose share each thread reads is
-            # the set of threads x nbytes.
-            dram_set = self.number("read_set_bytes_dram")
-            return at_least(sorted(curve + ([(dram_set, many)] if dram_set and many else [])), threads * nbytes)
-        if single and one >= FAST_SET_RATIO * single:
-            return one * threads
-        return one * (many / single) if single and many else one
-
-
-def at_least(curve: list, nbytes: float) -> float | None:
-    """The value of a (set bytes, value) curve at the smallest set at least `nbytes` (the largest set's
-    beyond them all): a measured set, because the level a set is really read from need not be the one
-    the reported sizes say; None for an empty curve."""
-    return next((value for size, value in curve if size >= nbytes), curve[-1][1]) if curve else None
 
 
 @dataclass
@@ -352,7 +240,7 @@ class Model:
 
 def build(table: Table) -> Model:
     """The model of a run's forward points that carry counts (every shape: matrix, decode, GQA)."""
-    machine = Machine(table.runs[0])
+    machine = Machine(table.runs[0], load_second_reading(table.runs[0]))
     model = Model(machine)
     if not machine.measured:
         return model
@@ -552,7 +440,7 @@ def load_phases(run: Run) -> list:
 
 
 def to_json(model: Model) -> dict:
-    """model.json: the constants' source, the factors, and per point the kernel, shape, threads,
+    """model.json: the constants' source (and the gain of each one's faster reading), the factors, and per point the kernel, shape, threads,
     measured and predicted seconds and each phase's share of the prediction."""
     points = []
     for p in model.predictions:
@@ -564,7 +452,10 @@ def to_json(model: Model) -> dict:
             "factor": p.factor, "kv_level": p.kv_level, "score_level": p.score_level,
             "phase_shares": {phase: p.share(phase) for phase in PHASES},
         })
-    return {"run": model.machine.run.label, "factors": model.factors, "phases": list(PHASES),
+    # Per constant the study read twice, how much faster the reading the model used was than the first.
+    gains = {key: max(1.0, gain) for key, gain in model.machine.gains().items()}
+    return {"run": model.machine.run.label, "constants_read_twice": gains, "factors": model.factors,
+            "phases": list(PHASES),
             "bands": {"simd": SIMD_BAND, "other": PLAIN_BAND, "min_n": MIN_N}, "points": points}
 
 

@@ -5,6 +5,7 @@ model.py, which reads the run's constants and counts."""
 from __future__ import annotations
 
 import re
+import statistics
 
 import analysis
 import formatting as fmt
@@ -32,7 +33,8 @@ def section(doc: Document, model: cost_model.Model, table, figures: dict, phases
         return
     s = doc.section(TITLE)
     s.add(Paragraph(
-        "Every forward point's time is predicted from constants the benchmark measured alone, before any point, "
+        "Every forward point's time is predicted from constants the benchmark measured alone, before any point "
+        "(and, where the study measured them again after its last window, the faster reading of each), "
         "and from counts of what the point does, taken from the kernel's own blocking (`src/forward_counts.hpp`); "
         "never from the point's own time, and checked against the point's measured time ("
         + analysis.statistic(table) + ", as the constants too are the machine undisturbed as nearly as the run "
@@ -127,15 +129,35 @@ def constants_table(model: cost_model.Model) -> Table:
         if curve:
             rows.append([f"read bandwidth beyond L2, {label}", ", ".join(
                 f"{fmt.bytes_(size)} {fmt.sig(gbs)}" for size, gbs in curve) + " GB/s"])
-    for key, value in sorted(m.run.context.items()):
+    for key in sorted(m.run.context):
+        value = m.number(key)
+        if value is None:
+            continue
         if key.startswith("read_gbs_dram_threads_"):
-            rows.append([f"read bandwidth, DRAM, {key.rsplit('_', 1)[1]} threads", f"{fmt.sig(float(value))} GB/s"])
+            rows.append([f"read bandwidth, DRAM, {key.rsplit('_', 1)[1]} threads", f"{fmt.sig(value)} GB/s"])
         elif key.startswith("task_s_threads_"):
-            rows.append([f"one parallel task, {key.rsplit('_', 1)[1]} threads", fmt.us(float(value) * 1e6)])
+            rows.append([f"one parallel task, {key.rsplit('_', 1)[1]} threads", fmt.us(value * 1e6)])
         elif key.startswith("call_start_s_threads_"):
-            rows.append([f"starting a call on the pool, {key.rsplit('_', 1)[1]} threads", fmt.us(float(value) * 1e6)])
+            rows.append([f"starting a call on the pool, {key.rsplit('_', 1)[1]} threads", fmt.us(value * 1e6)])
     return Table(["constant (one thread unless said)", "measured"], rows,
-                 caption="The machine constants this run measured (`bench/machine_constants.hpp`):")
+                 caption="The machine constants this run measured (`bench/machine_constants.hpp`)"
+                 + second_reading_phrase(m) + ":")
+
+
+def second_reading_phrase(m) -> str:
+    """How the study's second reading of the constants (after its last window) moved them, or ""."""
+    gains = m.gains()
+    if not gains:
+        return ", once, before the points"
+    faster = {key: gain for key, gain in gains.items() if gain > 1}
+    if not faster:
+        return (f", before the points and again after the study's last window; the first reading was the "
+                f"faster for all {len(gains)}")
+    top = max(faster, key=faster.get)
+    return (f", the faster of two readings: before the points and after the study's last window (`"
+            f"{cost_model.SECOND_READING_FILE}`); the second was faster for {len(faster)} of {len(gains)}, by a "
+            f"median {fmt.pct(100 * (statistics.median(faster.values()) - 1), 1)}, at most "
+            f"{fmt.pct(100 * (faster[top] - 1), 0)} (`{top}`)")
 
 
 def residual_table(model: cost_model.Model) -> Table:

@@ -236,6 +236,46 @@ class CacheExits(unittest.TestCase):
         self.assertAlmostEqual(e.fall, 1.1 / 2.0)
 
 
+class SecondReading(unittest.TestCase):
+    """The constants measured again after the study's last window (constants.json next to the results)."""
+
+    def later(self, values: dict, context: dict | None = None, name: str = "constants/threads:2") -> cost_model.Model:
+        table = support.load_points([point("tiled/simd/avx2", 1024, 50.0)], MACHINE)
+        entry = dict({"name": name + "/iterations:1/repeats:1/real_time", "run_type": "iteration",
+                      "real_time": 35.0, "time_unit": "s"}, **values)
+        (table.runs[0].path.parent / "constants.json").write_text(json.dumps(
+            {"context": context or {k: MACHINE[k] for k in ("host_name",)}, "benchmarks": [entry]}))
+        return cost_model.build(table)
+
+    def test_each_constant_from_its_faster_reading(self):
+        model = self.later({"products_flops_avx2_d64": 2e11, "read_gbs_l2": 50.0,
+                            "softmax_s_per_score_avx2_d64": 0.5e-9, "task_s_threads_2": 2e-6,
+                            "read_set_bytes_l2": 1.0})
+        m = model.machine
+        self.assertEqual(m.number("products_flops_avx2_d64"), 2e11)  # a higher rate after
+        self.assertEqual(m.number("read_gbs_l2"), 100.0)  # a lower rate after: the first stands
+        self.assertEqual(m.number("softmax_s_per_score_avx2_d64"), 0.5e-9)  # a lower cost after
+        self.assertEqual(m.number("task_s_threads_2"), 1e-6)  # a higher cost after: the first stands
+        self.assertEqual(m.number("read_set_bytes_l2"), 512 * KiB)  # a size is not a speed
+        self.assertEqual(m.number("read_gbs_l1"), 200.0)  # read once
+        self.assertAlmostEqual(model.predictions[0].phases["products"], PRODUCTS / 2)
+        self.assertEqual(m.gains(), {"products_flops_avx2_d64": 2.0, "read_gbs_l2": 0.5,
+                                     "softmax_s_per_score_avx2_d64": 2.0, "task_s_threads_2": 0.5})
+        self.assertEqual(cost_model.to_json(model)["constants_read_twice"]["read_gbs_l2"], 1.0)
+
+    def test_a_reading_from_another_machine_or_failed_is_not_taken(self):
+        m = self.later({"products_flops_avx2_d64": 2e11}, context={"host_name": "elsewhere"}).machine
+        self.assertEqual(m.number("products_flops_avx2_d64"), 1e11)
+        failed = self.later({"products_flops_avx2_d64": 2e11, "error_occurred": True}).machine
+        self.assertEqual(failed.number("products_flops_avx2_d64"), 1e11)
+
+    def test_a_broken_file_is_an_error_naming_it(self):
+        table = support.load_points([point("tiled/simd/avx2", 1024, 50.0)], MACHINE)
+        (table.runs[0].path.parent / "constants.json").write_text("{")
+        with self.assertRaisesRegex(ValueError, "constants.json: not the constants window"):
+            cost_model.build(table)
+
+
 class Output(unittest.TestCase):
     def test_model_json_and_the_report_section(self):
         import report
@@ -249,6 +289,8 @@ class Output(unittest.TestCase):
                 counters.update({"flops_per_call": flops, "bytes_moved": 16.0 * n * 64, "GFLOP/s": flops / ms / 1e6})
                 benchmarks += support.benchmark_entries(name, [ms * 0.99, ms, ms * 1.01], counters=counters)
         support.write_results(folder, benchmarks, MACHINE)
+        (folder / "constants.json").write_text(json.dumps({"context": {"host_name": "synthetic"}, "benchmarks": [
+            {"name": "constants/threads:2", "read_gbs_l1": 250.0, "read_gbs_l2": 90.0}]}))
         with contextlib.redirect_stdout(io.StringIO()):
             self.assertEqual(report.main([str(folder)]), 0)
         data = json.loads((folder / cost_model.FILE_NAME).read_text())
@@ -259,6 +301,8 @@ class Output(unittest.TestCase):
         self.assertTrue(math.isclose(first["error"], first["predicted_s"] / first["measured_s"] - 1))
         text = (folder / "report.md").read_text()
         self.assertIn("## Where the time goes: a cost model", text)
+        self.assertIn("the faster of two readings: before the points and after the study's last window "
+                      "(`constants.json`); the second was faster for 1 of 2, by a median 25.0%", text)
         self.assertIn("fig13_model.png", text)
         self.assertIn("Where `tiled/simd/avx2`'s time goes at n = 4096", text)
         self.assertTrue((folder / "fig13_model.svg").is_file())
