@@ -52,18 +52,22 @@ class ProgressReporter : public benchmark::ConsoleReporter {
     const auto it = predicted_.find(name);
     return it == predicted_.end() ? 0 : it->second;
   }
-  // "<tag> name ... elapsed, ETA" on stderr, `done` more predicted seconds done.
+  // "<tag> name ... elapsed, ETA" on stderr, `done` more predicted seconds done. The ETA is the
+  // predicted seconds left, scaled by how the run has kept to its predictions so far; that pace
+  // starts from the prediction's (kPacePrior seconds of it, or 5% of the run if less), so the first
+  // few calls, a warm-up's allocation among them, cannot swing it (a first call's pace alone had
+  // read "ETA 1809716 s").
   void line(const std::string& tag, const std::string& name, double done) {
     done_predicted_ += done;
     const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-    const double eta =
-        done_predicted_ > 0
-            ? elapsed * std::max(0.0, predicted_total_ - done_predicted_) / done_predicted_
-            : 0;
+    const double prior = std::min(kPacePrior, 0.05 * predicted_total_);
+    const double pace = prior > 0 ? (elapsed + prior) / (done_predicted_ + prior) : 1.0;
+    const double eta = std::max(0.0, predicted_total_ - done_predicted_) * pace;
     std::fprintf(stderr, "%s %s ... %.0f s elapsed, ETA %.0f s\n", tag.c_str(), name.c_str(),
                  elapsed, eta);
   }
 
+  static constexpr double kPacePrior = 30.0;
   const std::map<std::string, double>& predicted_;
   std::size_t total_;
   double predicted_total_ = 0;
