@@ -24,7 +24,9 @@
 // point the cost model's counts, `count_<field>` of forward_counts.hpp. A point
 // predicted to exceed the preset's time budget, or over the naive memory budget, is recorded in
 // the JSON as an error with its reason; one whose kernel fails the backward's oracle check, as
-// "failed: oracle check: ...".
+// "failed: oracle check: ...". With its repetitions interleaved, the matrix also takes readings
+// of the cost model's machine constants among its points (`constants/threads:<all>`,
+// constants_window.hpp; preset.constants_readings of them).
 #include <benchmark/benchmark.h>
 #include <oneapi/tbb/info.h>
 
@@ -495,12 +497,20 @@ int main(int argc, char** argv) {
   } else if (phases_window) {
     attnbench::bench::register_phases(preset_name, g_predicted);
   } else if (constants_window) {
-    attnbench::bench::register_constants(all_threads, g_predicted);
+    attnbench::bench::register_constants(all_threads, 1, g_predicted);
   } else if (decode_window) {
     attnbench::bench::register_decode(preset_name, all_threads, g_triad_gbs, g_peak_flops,
                                       g_predicted);
   } else {
     register_matrix(preset, preset_name, all_threads);
+    // Readings of the machine constants among the points, when they are spread among them.
+    if (interleaved) {
+      attnbench::bench::register_constants(all_threads, preset.constants_readings, g_predicted,
+                                           [](const std::string& name, double seconds) {
+                                             if (g_per_call_progress)
+                                               g_per_call_progress->ran(name, seconds);
+                                           });
+    }
   }
   // Points the filter drops do not count towards the progress total.
   const std::string filter = benchmark::GetBenchmarkFilter();

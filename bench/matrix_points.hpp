@@ -36,12 +36,15 @@ struct Preset {
   // The per-call budget of the plain kernels (scalar, auto-vectorised, SSE4.2): their curves
   // stop at a shorter n, where their calls would take most of the study's time.
   double plain_budget_seconds;
+  // Readings of the cost model's machine constants (constants_window.hpp) the matrix takes among
+  // its points when their repetitions are interleaved: samples of the same minutes the points saw.
+  int constants_readings;
 };
 
 inline Preset preset_named(const std::string& name) {
   if (name == "quick") {
     return {{128, 512, 2048}, {8192},    {64, 128}, {64}, true, 0.5, 3, 0.05, 8192, 8, 512,
-            {128, 512, 2048}, {64, 128}, 0.5,       0.5};
+            {128, 512, 2048}, {64, 128}, 0.5,       0.5,  1};
   }
   if (name == "full") {
     return {{128, 256, 512, 1024, 2048, 4096, 8192, 16384},
@@ -58,7 +61,8 @@ inline Preset preset_named(const std::string& name) {
             {1024, 2048, 4096, 8192, 16384},
             {64, 128},
             45.0,
-            2.0};
+            2.0,
+            3};
   }
   std::fprintf(stderr, "attnbench_bench: --preset=%s: unknown preset (quick or full)\n",
                name.c_str());

@@ -29,6 +29,18 @@ listing = subprocess.run([BINARY, "--preset=quick", "--benchmark_list_tests=true
                          timeout=300)
 check("list exit", listing.returncode == 0, listing.stderr[-2000:])
 names = listing.stdout.split()
+check("no constants readings among points not interleaved", not [n for n in names if n.startswith("constants/")],
+      str([n for n in names if n.startswith("constants/")]))
+# Interleaved (as scripts/study.sh runs the matrix), the matrix takes readings of the machine constants
+# among its points: the preset's count (quick: 1; full: 3), one call each.
+for preset, readings in (("quick", 1), ("full", 3)):
+    interleaved = subprocess.run([BINARY, f"--preset={preset}", "--benchmark_list_tests=true",
+                                  "--benchmark_enable_random_interleaving=true", "--benchmark_filter=^constants/"],
+                                 capture_output=True, text=True, timeout=300)
+    check(f"{preset}: constants readings among the interleaved points",
+          interleaved.returncode == 0 and len(interleaved.stdout.split()) == 1 and re.fullmatch(
+              rf"constants/threads:\d+/iterations:1/repeats:{readings}/real_time", interleaved.stdout.strip()),
+          interleaved.stdout + interleaved.stderr[-500:])
 backward_names = [n for n in names if "/pass:" in n]
 check("quick preset has backward points", backward_names, "none")
 for kernel in ("tiled/scalar", "naive/scalar"):

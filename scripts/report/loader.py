@@ -47,6 +47,7 @@ _STATUSES = ("skipped", "missing", "unsupported", "failed")
 # The `pass` column's values (the Record field is `pass_`: `pass` is a Python keyword).
 PASSES = ("forward", "backward", "forward+backward")
 _TIME_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+CONSTANTS_POINT = "constants/"  # the matrix's readings of the machine constants among its points
 _AGGREGATE_SUFFIX = re.compile(r"_(mean|median|stddev|cv|min)$")
 # Order of kernels in every table and legend: strategy, then backend from fastest to plainest.
 _STRATEGY_ORDER = ("tiled", "naive")
@@ -377,6 +378,8 @@ def _records_of(run: Run, benchmarks: list) -> list:
     groups: dict[str, list] = {}
     for entry in benchmarks:
         name = entry.get("run_name") or _AGGREGATE_SUFFIX.sub("", entry["name"])
+        if name.startswith(CONSTANTS_POINT):
+            continue  # readings of the machine constants, not a point (machine_constants.py)
         groups.setdefault(name, []).append(entry)
     records = []
     for name, entries in groups.items():

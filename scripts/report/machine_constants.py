@@ -1,9 +1,10 @@
 """The machine constants the cost model prices a point's operations with (model.py), as a run measured
-them (bench/machine_constants.hpp): in the matrix window's JSON context, measured before its points,
-and, where the study ran it, in the constants window next to it (`constants.json`,
-bench/constants_window.hpp), measured again after the study's last window. A shared host can be slow
-in the minute of one reading: each constant is taken from the faster of the two (Machine.number), as
-the points are checked against their fastest repetition."""
+them (bench/machine_constants.hpp): in the matrix window's JSON context, measured before its points;
+where the matrix's repetitions were interleaved, again among its points (the `constants/` point's
+repetitions in results.json, bench/constants_window.hpp); and, where the study ran it, in the constants
+window next to it (`constants.json`), measured after the study's last window. A shared host can be slow
+in the minute of one reading: each constant is taken from the fastest of them (Machine.number), as the
+points are checked against their fastest repetition."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from loader import Run
+from loader import CONSTANTS_POINT, Run
 
 MODEL_DIMS = (32, 64, 128, 256)  # the head dims the benchmark measures the phases at
 FAST_SET_RATIO = 1.25  # a working set read this much faster than DRAM is still in a cache
@@ -35,53 +36,82 @@ def _positive(value) -> float | None:
     return value if value is not None and math.isfinite(value) and value > 0 else None
 
 
-def load_second_reading(run: Run) -> dict:
-    """The constants the study measured again after its last window: the counters of the constants
-    window's point in `constants.json` next to the run's results (key -> value); {} when there is no
-    such file or it was measured on another machine (host or CPU model differ). Raises ValueError
-    naming the file when it is not that window's Google Benchmark JSON."""
-    path = run.path.parent / SECOND_READING_FILE
-    if not path.is_file():
-        return {}
+def _readings(benchmarks: list) -> list:
+    """The constants of each successful reading (a `constants/` point's repetition) in a run's list."""
+    return [{key: value for key, value in b.items() if is_speed(key)} for b in benchmarks
+            if str(b.get("name", "")).startswith(CONSTANTS_POINT) and b.get("run_type", "iteration") != "aggregate"
+            and not b.get("error_occurred")]
+
+
+@dataclass(frozen=True)
+class LaterReadings:
+    """The readings of the constants taken after the context's: per constant the fastest (`values`, key ->
+    value), how many the matrix took among its points, and whether the study's constants window added one."""
+
+    values: dict = field(default_factory=dict)
+    among_points: int = 0
+    after: bool = False
+
+
+def _fastest(readings: list) -> dict:
+    out: dict = {}
+    for reading in readings:
+        for key, value in reading.items():
+            value = _positive(value)
+            if value is not None:
+                kept = out.get(key)
+                out[key] = value if kept is None else (min if _COST.match(key) else max)(kept, value)
+    return out
+
+
+def load_later_readings(run: Run) -> LaterReadings:
+    """The constants measured after the context's reading: the matrix's readings among its points (in the
+    run's own JSON) and the constants window's after the study's last window (`constants.json` next to the
+    run's results, unless it was measured on another machine: host or CPU model differ). Raises ValueError
+    naming `constants.json` when it is not that window's Google Benchmark JSON."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        context, benchmarks = data["context"], data["benchmarks"]
-    except (json.JSONDecodeError, KeyError, TypeError) as error:
-        raise ValueError(f"{path}: not the constants window's Google Benchmark JSON ({error})") from None
-    if any(context.get(key) != run.context.get(key) for key in ("host_name", "cpu_model")):
-        return {}
-    point = next((b for b in benchmarks if str(b.get("name", "")).startswith("constants/")
-                  and not b.get("error_occurred")), None)
-    return {key: value for key, value in (point or {}).items() if is_speed(key)}
+        among = _readings(json.loads(run.path.read_text(encoding="utf-8")).get("benchmarks", []))
+    except (OSError, json.JSONDecodeError, AttributeError):
+        among = []  # the run's own file was read by the loader; a synthetic run may have none
+    after: list = []
+    path = run.path.parent / SECOND_READING_FILE
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            context, benchmarks = data["context"], data["benchmarks"]
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            raise ValueError(f"{path}: not the constants window's Google Benchmark JSON ({error})") from None
+        if all(context.get(key) == run.context.get(key) for key in ("host_name", "cpu_model")):
+            after = _readings(benchmarks)
+    return LaterReadings(_fastest(among + after), len(among), bool(after))
 
 
 @dataclass(frozen=True)
 class Machine:
-    """The run's measured constants: its JSON context's, and where the study measured them again after
-    its last window (`later`, load_second_reading), the faster reading of each (`number`); None where the
-    run did not measure one."""
+    """The run's measured constants: its JSON context's, and where the run measured them again (`later`,
+    load_later_readings), the fastest reading of each (`number`); None where the run did not measure one."""
 
     run: Run
-    later: dict = field(default_factory=dict)
+    later: LaterReadings = field(default_factory=LaterReadings)
 
     def number(self, key: str) -> float | None:
-        """The constant `key`, or another context entry: of two readings of a constant, the faster one
+        """The constant `key`, or another context entry: of the readings of a constant, the fastest
         (the higher rate, the lower cost in seconds: noise on a shared host only slows a reading); of a
         set size or any other entry, the context's."""
         first = _positive(self.run.context.get(key))
         if not is_speed(key):
             return first
-        readings = [v for v in (first, _positive(self.later.get(key))) if v is not None]
+        readings = [v for v in (first, self.later.values.get(key)) if v is not None]
         if not readings:
             return None
         return min(readings) if _COST.match(key) else max(readings)
 
     def gains(self) -> dict:
-        """Per constant read twice, how much faster its second reading was (>= 1.0 when it was the
-        faster one: the rate's ratio, or the cost's inverse ratio)."""
+        """Per constant read more than once, how much faster its fastest later reading was than the
+        context's (>= 1.0 when a later one was the faster: the rate's ratio, or the cost's inverse ratio)."""
         out = {}
         for key in self.run.context:
-            first, second = _positive(self.run.context.get(key)), _positive(self.later.get(key))
+            first, second = _positive(self.run.context.get(key)), self.later.values.get(key)
             if is_speed(key) and first and second:
                 out[key] = first / second if _COST.match(key) else second / first
         return out

@@ -1,8 +1,9 @@
 """The cost model: each forward point's time predicted from what the machine measured alone and what
 the point does, never from the point's own time.
 
-- What the machine measured (bench/machine_constants.hpp, in the run's JSON context, and again after
-  the study's last window: machine_constants.py, which keeps the faster reading of each): the SIMD
+- What the machine measured (bench/machine_constants.hpp, in the run's JSON context, again among the
+  matrix's points and after the study's last window: machine_constants.py, which keeps the fastest
+  reading of each): the SIMD
   kernels' two products alone on one key block in L2 (FLOP/s per ISA and d), their softmax sweeps
   alone on one score tile (seconds per score), both also per thread while every thread runs them at
   once (the price of a compute task on a call of that many threads), the exp, the FMA rate per ISA, read bandwidth from
@@ -66,7 +67,7 @@ from pathlib import Path
 import analysis
 from loader import Record, Run, Table
 from machine_constants import (FAST_SET_RATIO, MODEL_DIMS, SECOND_READING_FILE, Machine,  # noqa: F401
-                               at_least, load_second_reading)
+                               at_least, load_later_readings)
 
 PHASES = ("products", "softmax", "K/V stream", "scores", "packing", "Q and O", "threads")
 MIN_N = 512  # the targets cover points with n >= 512
@@ -240,7 +241,7 @@ class Model:
 
 def build(table: Table) -> Model:
     """The model of a run's forward points that carry counts (every shape: matrix, decode, GQA)."""
-    machine = Machine(table.runs[0], load_second_reading(table.runs[0]))
+    machine = Machine(table.runs[0], load_later_readings(table.runs[0]))
     model = Model(machine)
     if not machine.measured:
         return model
@@ -440,7 +441,7 @@ def load_phases(run: Run) -> list:
 
 
 def to_json(model: Model) -> dict:
-    """model.json: the constants' source (and the gain of each one's faster reading), the factors, and per point the kernel, shape, threads,
+    """model.json: the constants' readings (and the gain of each one's fastest over the first), the factors, and per point the kernel, shape, threads,
     measured and predicted seconds and each phase's share of the prediction."""
     points = []
     for p in model.predictions:
@@ -452,9 +453,12 @@ def to_json(model: Model) -> dict:
             "factor": p.factor, "kv_level": p.kv_level, "score_level": p.score_level,
             "phase_shares": {phase: p.share(phase) for phase in PHASES},
         })
-    # Per constant the study read twice, how much faster the reading the model used was than the first.
+    # Per constant read more than once, how much faster the reading the model used was than the first.
+    later = model.machine.later
     gains = {key: max(1.0, gain) for key, gain in model.machine.gains().items()}
-    return {"run": model.machine.run.label, "constants_read_twice": gains, "factors": model.factors,
+    return {"run": model.machine.run.label, "constants_readings": {
+                "before_points": 1, "among_points": later.among_points, "after_last_window": int(later.after)},
+            "constants_gain_over_first": gains, "factors": model.factors,
             "phases": list(PHASES),
             "bands": {"simd": SIMD_BAND, "other": PLAIN_BAND, "min_n": MIN_N}, "points": points}
 

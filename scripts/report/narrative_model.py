@@ -34,7 +34,8 @@ def section(doc: Document, model: cost_model.Model, table, figures: dict, phases
     s = doc.section(TITLE)
     s.add(Paragraph(
         "Every forward point's time is predicted from constants the benchmark measured alone, before any point "
-        "(and, where the study measured them again after its last window, the faster reading of each), "
+        "(and, where the run measured them again among its points and after its last window, the fastest reading "
+        "of each), "
         "and from counts of what the point does, taken from the kernel's own blocking (`src/forward_counts.hpp`); "
         "never from the point's own time, and checked against the point's measured time ("
         + analysis.statistic(table) + ", as the constants too are the machine undisturbed as nearly as the run "
@@ -141,22 +142,28 @@ def constants_table(model: cost_model.Model) -> Table:
             rows.append([f"starting a call on the pool, {key.rsplit('_', 1)[1]} threads", fmt.us(value * 1e6)])
     return Table(["constant (one thread unless said)", "measured"], rows,
                  caption="The machine constants this run measured (`bench/machine_constants.hpp`)"
-                 + second_reading_phrase(m) + ":")
+                 + readings_phrase(m) + ":")
 
 
-def second_reading_phrase(m) -> str:
-    """How the study's second reading of the constants (after its last window) moved them, or ""."""
-    gains = m.gains()
+def readings_phrase(m) -> str:
+    """Which readings of the constants the run took (before the points, among them, after the study's last
+    window) and how the later ones moved them, or ", once, before the points"."""
+    gains, later = m.gains(), m.later
     if not gains:
         return ", once, before the points"
+    places = ["before the points"]
+    if later.among_points:
+        places.append(f"{later.among_points} among them (repetitions of `constants/` interleaved with theirs)")
+    if later.after:
+        places.append(f"after the study's last window (`{cost_model.SECOND_READING_FILE}`)")
+    count = 1 + later.among_points + int(later.after)
+    head = f", the fastest of {count} readings: " + ", ".join(places[:-1]) + " and " + places[-1]
     faster = {key: gain for key, gain in gains.items() if gain > 1}
     if not faster:
-        return (f", before the points and again after the study's last window; the first reading was the "
-                f"faster for all {len(gains)}")
+        return f"{head}; the first was the fastest for all {len(gains)}"
     top = max(faster, key=faster.get)
-    return (f", the faster of two readings: before the points and after the study's last window (`"
-            f"{cost_model.SECOND_READING_FILE}`); the second was faster for {len(faster)} of {len(gains)}, by a "
-            f"median {fmt.pct(100 * (statistics.median(faster.values()) - 1), 1)}, at most "
+    return (f"{head}; a later one was faster for {len(faster)} of {len(gains)}, by a median "
+            f"{fmt.pct(100 * (statistics.median(faster.values()) - 1), 1)}, at most "
             f"{fmt.pct(100 * (faster[top] - 1), 0)} (`{top}`)")
 
 

@@ -236,16 +236,24 @@ class CacheExits(unittest.TestCase):
         self.assertAlmostEqual(e.fall, 1.1 / 2.0)
 
 
-class SecondReading(unittest.TestCase):
-    """The constants measured again after the study's last window (constants.json next to the results)."""
+class LaterReadings(unittest.TestCase):
+    """The constants measured again: among the matrix's points (`constants/` repetitions in results.json)
+    and after the study's last window (constants.json next to the results)."""
 
-    def later(self, values: dict, context: dict | None = None, name: str = "constants/threads:2") -> cost_model.Model:
-        table = support.load_points([point("tiled/simd/avx2", 1024, 50.0)], MACHINE)
+    def later(self, values: dict, context: dict | None = None, name: str = "constants/threads:2",
+              among: list | None = None) -> cost_model.Model:
+        import loader
+
+        name_, ms, counters = point("tiled/simd/avx2", 1024, 50.0)
+        benchmarks = support.benchmark_entries(name_, [ms * 0.99, ms, ms * 1.01], counters=counters)
+        benchmarks += among or []
+        folder = Path(tempfile.mkdtemp(prefix="attnbench-later-", dir=support.output_root()))
+        support.write_results(folder, benchmarks, MACHINE)
         entry = dict({"name": name + "/iterations:1/repeats:1/real_time", "run_type": "iteration",
                       "real_time": 35.0, "time_unit": "s"}, **values)
-        (table.runs[0].path.parent / "constants.json").write_text(json.dumps(
+        (folder / "constants.json").write_text(json.dumps(
             {"context": context or {k: MACHINE[k] for k in ("host_name",)}, "benchmarks": [entry]}))
-        return cost_model.build(table)
+        return cost_model.build(loader.load([folder]))
 
     def test_each_constant_from_its_faster_reading(self):
         model = self.later({"products_flops_avx2_d64": 2e11, "read_gbs_l2": 50.0,
@@ -261,11 +269,38 @@ class SecondReading(unittest.TestCase):
         self.assertAlmostEqual(model.predictions[0].phases["products"], PRODUCTS / 2)
         self.assertEqual(m.gains(), {"products_flops_avx2_d64": 2.0, "read_gbs_l2": 0.5,
                                      "softmax_s_per_score_avx2_d64": 2.0, "task_s_threads_2": 0.5})
-        self.assertEqual(cost_model.to_json(model)["constants_read_twice"]["read_gbs_l2"], 1.0)
+        data = cost_model.to_json(model)
+        self.assertEqual(data["constants_gain_over_first"]["read_gbs_l2"], 1.0)
+        self.assertEqual(data["constants_readings"], {"before_points": 1, "among_points": 0, "after_last_window": 1})
+
+    def test_readings_among_the_points_the_fastest_of_all(self):
+        def reading(index: int, **values) -> dict:
+            return dict({"name": "constants/threads:2/iterations:1/repeats:3/real_time", "run_type": "iteration",
+                         "repetitions": 3, "repetition_index": index, "real_time": 35.0, "time_unit": "s"}, **values)
+
+        among = [reading(0, products_flops_avx2_d64=1.5e11, read_gbs_l2=120.0, task_s_threads_2=0.8e-6),
+                 reading(1, products_flops_avx2_d64=3e11, read_gbs_l2=110.0, task_s_threads_2=0.5e-6),
+                 reading(2, products_flops_avx2_d64=9e11, error_occurred=True),  # a failed reading
+                 dict(reading(0, products_flops_avx2_d64=8e11, task_s_threads_2=1e-9),  # an aggregate
+                      run_type="aggregate", aggregate_name="stddev")]
+        model = self.later({"products_flops_avx2_d64": 2e11, "read_gbs_l2": 130.0}, among=among)
+        m = model.machine
+        self.assertEqual(m.number("products_flops_avx2_d64"), 3e11)  # among the points: the fastest
+        self.assertEqual(m.number("read_gbs_l2"), 130.0)  # after the last window: the fastest
+        self.assertEqual(m.number("task_s_threads_2"), 0.5e-6)  # a cost: the least
+        self.assertEqual((m.later.among_points, m.later.after), (2, True))
+        self.assertEqual(len(model.predictions), 1)  # the readings are not points
+        self.assertAlmostEqual(model.predictions[0].phases["products"], PRODUCTS / 3)
+        import narrative_model
+
+        phrase = narrative_model.readings_phrase(m)
+        self.assertIn("the fastest of 4 readings: before the points, 2 among them", phrase)
+        self.assertIn("a later one was faster for 3 of 3", phrase)
 
     def test_a_reading_from_another_machine_or_failed_is_not_taken(self):
         m = self.later({"products_flops_avx2_d64": 2e11}, context={"host_name": "elsewhere"}).machine
         self.assertEqual(m.number("products_flops_avx2_d64"), 1e11)
+        self.assertFalse(m.later.after)
         failed = self.later({"products_flops_avx2_d64": 2e11, "error_occurred": True}).machine
         self.assertEqual(failed.number("products_flops_avx2_d64"), 1e11)
 
@@ -301,8 +336,8 @@ class Output(unittest.TestCase):
         self.assertTrue(math.isclose(first["error"], first["predicted_s"] / first["measured_s"] - 1))
         text = (folder / "report.md").read_text()
         self.assertIn("## Where the time goes: a cost model", text)
-        self.assertIn("the faster of two readings: before the points and after the study's last window "
-                      "(`constants.json`); the second was faster for 1 of 2, by a median 25.0%", text)
+        self.assertIn("the fastest of 2 readings: before the points and after the study's last window "
+                      "(`constants.json`); a later one was faster for 1 of 2, by a median 25.0%", text)
         self.assertIn("fig13_model.png", text)
         self.assertIn("Where `tiled/simd/avx2`'s time goes at n = 4096", text)
         self.assertTrue((folder / "fig13_model.svg").is_file())
