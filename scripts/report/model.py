@@ -18,7 +18,8 @@ A point's time is the sum of its phases, each priced by one constant:
     products   (score_fmas + blend_fmas) x 2 / the products' FLOP/s
     softmax    softmax_scores x the sweeps' seconds per score, plus the rescale exps (scalar exp)
     K/V stream kv_stream_bytes / the read bandwidth of the working set it is read from (kv_set_bytes:
-               one head's packed K and V, or one key chunk's for a kernel that takes chunks),
+               one head's packed K and V, or one key chunk's for a kernel that takes chunks, on as
+               many threads as run compute tasks at once),
                when that exceeds the L2 (from L2 the products' own constant already paid it); for
                kernels without query blocks, which sweep K and V in order once per row, only what
                the sweep adds beyond the work
@@ -162,8 +163,13 @@ def raw_phases(machine: Machine, r: Record, factor: float = 1.0) -> dict | None:
         # naive loops' separate softmax pass weighs so little is not established.
         phases["softmax"] = max(0.0, phases["softmax"] - phases["products"])
 
-    def priced(nbytes: float, working_set: float) -> float:
-        gbs = machine.read_gbs(working_set, t)
+    # The streams (K and V, the score matrix) are read by the threads that run compute tasks at once:
+    # fewer than the call's threads when it has fewer tasks (a naive call with one query row has one,
+    # so one thread reads all of K and V while the other has only packed).
+    readers = min(t, int(tasks)) if t > 1 and tasks > 0 else t
+
+    def priced(nbytes: float, working_set: float, threads: int = readers) -> float:
+        gbs = machine.read_gbs(working_set, threads)
         return nbytes / (gbs * 1e9) if gbs else math.nan
 
     # The set the stream is read from: one key chunk's K and V where the kernel passes super blocks
@@ -198,8 +204,8 @@ def raw_phases(machine: Machine, r: Record, factor: float = 1.0) -> dict | None:
     # among the threads; runs before the benchmark measured it (and other kernels) at the read sweep.
     pack_rate = machine.pack_rate(r.isa, r.count("pack_bytes")) if r.backend == "simd" else None
     phases["packing"] = (r.count("pack_bytes") / (pack_rate * t) if pack_rate
-                         else priced(r.count("pack_bytes"), r.count("pack_bytes")))
-    phases["Q and O"] = priced(r.count("io_bytes"), r.count("io_bytes"))
+                         else priced(r.count("pack_bytes"), r.count("pack_bytes"), t))
+    phases["Q and O"] = priced(r.count("io_bytes"), r.count("io_bytes"), t)
     if t > 1:
         start, task = machine.number(f"call_start_s_threads_{t}"), machine.number(f"task_s_threads_{t}")
         phases["threads"] = (start or 0.0) + r.count("tasks") * (task or 0.0) / t

@@ -86,6 +86,18 @@ class Prices(unittest.TestCase):
         self.assertAlmostEqual(near.phases["K/V stream"], 1e8 / 60e9)
         self.assertAlmostEqual(far.phases["K/V stream"], 1e8 / 15e9)
 
+    def test_a_stream_read_by_the_threads_with_compute_tasks(self):
+        # One compute task on two threads (a naive call with one query row): one thread reads K and V,
+        # at one thread's bandwidth (a 64 MiB head: DRAM, 10 GB/s), not the DRAM sweep on two (15).
+        one_task, two_tasks = build([point("naive/simd/avx2", 1024, 30.0, threads=2, kv_head_bytes=64 * MiB,
+                                           compute_tasks=1, tasks=3),
+                                     point("naive/simd/avx2", 2048, 30.0, threads=2, kv_head_bytes=64 * MiB,
+                                           compute_tasks=2, tasks=3)]).predictions
+        self.assertAlmostEqual(one_task.phases["K/V stream"], 1e8 / 10e9)
+        self.assertAlmostEqual(two_tasks.phases["K/V stream"], 1e8 / 15e9)
+        self.assertAlmostEqual(one_task.phases["products"], PRODUCTS)  # one thread computes
+        self.assertAlmostEqual(one_task.phases["packing"], two_tasks.phases["packing"])  # both threads pack
+
     def test_cache_sizes_from_sysconf_where_google_benchmark_lists_none(self):
         # A guest without sysfs' cache list: the model must still know where L2 ends.
         sysconf = dict(MACHINE, caches=[], cache_bytes_l1d=str(32 * KiB), cache_bytes_l2=str(1 * MiB),
