@@ -4,6 +4,8 @@
 #include <immintrin.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <barrier>
@@ -78,7 +80,8 @@ __attribute__((optimize("no-tree-vectorize", "no-tree-slp-vectorize"))) double f
 // for the others: new threads may start on one core until the scheduler spreads them, and a timed
 // round of a few tens of milliseconds would count that wait. (One study run here measured a
 // two-thread peak 12 % under the usual 233 GFLOP/s, so its kernels read above 100 % of it.)
-double rate_on_threads(std::size_t threads, const std::function<double(std::size_t)>& work) {
+double rate_on_threads(std::size_t threads, const std::function<double(std::size_t)>& work,
+                       const std::vector<int>& cpus) {
   std::vector<double> result(threads);
   std::vector<Clock::time_point> end(threads);
   Clock::time_point begin;  // set once every thread has warmed up, just before their release
@@ -87,6 +90,12 @@ double rate_on_threads(std::size_t threads, const std::function<double(std::size
   std::vector<std::thread> pool;
   for (std::size_t t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
+      if (t < cpus.size()) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[t], &one);
+        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+      }
       work(t);
       start.arrive_and_wait();
       result[t] = work(t);
@@ -125,6 +134,19 @@ std::vector<FmaPeak> measure_fma_peaks(std::size_t threads, bool with_scalar) {
     peaks.push_back(best);
   }
   return peaks;
+}
+
+double cores_now(const std::vector<int>& cpus, long steps) {
+  double (*chains)(long) = fma_chains_scalar;
+  if (__builtin_cpu_supports("avx512f")) {
+    chains = fma_chains_avx512f;
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    chains = fma_chains_avx2;
+  }
+  auto work = [&](std::size_t) { return chains(steps); };
+  double alone = 0;
+  for (int cpu : cpus) alone += rate_on_threads(1, work, {cpu}) / double(cpus.size());
+  return rate_on_threads(cpus.size(), work, cpus) / alone;
 }
 
 FmaPeak measure_fma_peak(std::size_t threads) {

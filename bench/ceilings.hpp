@@ -23,8 +23,19 @@ FmaPeak measure_fma_peak(std::size_t threads);
 std::vector<FmaPeak> measure_fma_peaks(std::size_t threads, bool with_scalar);
 
 // Runs work(thread) on `threads` threads released together (each warmed up by one untimed run
-// first); returns the sum of their results over the seconds until the last one finished.
-double rate_on_threads(std::size_t threads, const std::function<double(std::size_t)>& work);
+// first); returns the sum of their results over the seconds until the last one finished. With
+// `cpus`, thread t runs pinned to cpus[t] (as many as threads).
+double rate_on_threads(std::size_t threads, const std::function<double(std::size_t)>& work,
+                       const std::vector<int>& cpus = {});
+
+// How many cores' worth of FMA throughput the host gives threads pinned one to each of `cpus` at
+// this moment: the widest ISA's register-only chains, `steps` steps a thread, all at once against
+// each alone (the mean of their rates). A few milliseconds, for the rounds of another measurement.
+// A shared host may give a guest's virtual CPUs one core's worth between them for a while (two
+// virtual CPUs on one physical core, or a CPU quota): the scaling window saw two threads run at one
+// core's speed for half a minute, each alone at full speed (README, "Thread scaling"), and a
+// thread-scaling ratio measured then says nothing of the kernel.
+double cores_now(const std::vector<int>& cpus, long steps);
 
 // STREAM triad a = b + s c over arrays far larger than the last-level cache; bytes counted as
 // STREAM does (3 x 4 bytes per element), best of the repetitions, GB/s = 1e9 bytes/s.

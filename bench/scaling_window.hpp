@@ -7,12 +7,17 @@
 // window of milliseconds, where repetitions interleaved at random share one of seconds, long
 // enough for a neighbour on the host to move one side by 30%; and the 1-thread side is every
 // core's, since this host's cores run at different speeds from moment to moment (a 1-thread call
-// on the faster core alone charges that to the kernel: speedup_fastest, beside it).
+// on the faster core alone charges that to the kernel: speedup_fastest, beside it). And each
+// repetition reads, before its rounds and after them, how many cores' worth of FMA throughput T
+// threads pinned one to a core get from the host (ceilings.hpp, cores_now): a host may give a
+// guest's virtual CPUs one core's worth between them for a while, and T threads then run at one
+// core's speed whatever the kernel (README, "Thread scaling"); the report reads no verdict then.
 //   scaling/<kernel>/n:N/d:D/pass:<forward|backward>/threads:T
 //       counters speedup, speedup_fastest (over the round's fastest 1-thread call), efficiency
 //       (speedup / T), ms_1 and ms_T (median call times), gflops_1, gflops_T, pct_peak_1 (of the
 //       1-thread FMA peak), rounds, pinned (0: pinning unavailable, 1-thread calls where the OS
-//       puts them). The backward point times attention_backward alone, on its forward's O and LSE.
+//       puts them), cores (the lower of the two readings of the host's cores; only when pinned).
+//       The backward point times attention_backward alone, on its forward's O and LSE.
 // tiled/simd as dispatched, and its avx2 kernel by name where a wider ISA dispatches (full preset).
 #pragma once
 

@@ -197,6 +197,9 @@ for b in medians:
     check("speedup is the 1-thread over the all-thread time", 0 < b["speedup_fastest"] <= b["speedup"] * 1.0001
           and abs(b["efficiency"] - b["speedup"] / threads) < 1e-9, str(b))
     check("at least 5 rounds", b["rounds"] >= 5, str(b["rounds"]))
+    # The host's cores as the pinned threads got them: read where pinning works, and a share of T cores.
+    check("the host's cores read when pinned, between 0 and T",
+          ("cores" in b) == (b["pinned"] >= 0.5) and (b["pinned"] < 0.5 or 0 < b["cores"] < 1.25 * threads), str(b))
     # GFLOP/s x ms is the call's FLOPs / 1e6 on both sides (up to the aggregation over repetitions).
     flops = 4.0 * 1024 * 1024 * 64
     check("GFLOP/s from the call times", all(abs(b[g] * b[t] * 1e6 / flops - 1) < 0.1

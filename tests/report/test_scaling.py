@@ -16,6 +16,7 @@ from pathlib import Path
 import support
 import report
 import scaling
+import verdicts
 from document import Document
 
 FIXTURE = support.ROOT / "tests" / "fixtures" / "quick_scaling.json"
@@ -110,6 +111,34 @@ class Section(unittest.TestCase):
         self.assertIn("Every point read runs 2 threads at least 1.80x faster than one.", text)
         self.assertIn("Within noise, so not read (the speedup's cv over repetitions above 10%): "
                       "tiled/simd/avx512f forward d = 64, n = 1,024.", text)
+
+    def test_a_point_whose_threads_shared_a_core_is_not_read(self):
+        self.assertTrue(all(p.cores != p.cores for p in scaling.load_file(FIXTURE).points))  # not in older JSON
+        data = copy.deepcopy(RAW)
+        for b in data["benchmarks"]:
+            if b["aggregate_name"] == "median":
+                b["speedup"] = 1.02 if "/pass:forward/" in b["run_name"] else 1.9
+                b["cores"] = 1.04 if "/pass:forward/" in b["run_name"] else 1.93
+            if b["aggregate_name"] == "cv":
+                b["speedup"] = 0.01
+        w = window_of(data)
+        self.assertEqual([(p.pass_, p.cores) for p in w.points], [("backward", 1.93), ("forward", 1.04)])
+        self.assertEqual([scaling.cores_shared(p) for p in w.points], [False, True])
+        self.assertEqual(scaling.below_target(w), [])
+        text = section_text(w)
+        self.assertIn("Every point read runs 2 threads at least 1.80x faster than one.", text)
+        self.assertIn("Not read either, the host having given the 2 threads under 1.5 cores' worth of FMA "
+                      "throughput while they ran: tiled/simd/avx512f forward d = 64, n = 1,024 (1.04 cores, 1.02x).",
+                      text)
+        self.assertIn("| 1.04", text)
+        forward, backward = sorted(verdicts.thread_scaling(w), key=lambda v: "forward" not in v.subject)
+        self.assertTrue(forward.noise)
+        self.assertFalse(backward.noise)
+        for b in data["benchmarks"]:  # the same speedup with the cores given is read, and under the target
+            if b["aggregate_name"] == "median":
+                b["cores"] = 1.96
+        w = window_of(data)
+        self.assertEqual([p.pass_ for p in scaling.below_target(w)], ["forward"])
 
     def test_no_measured_point(self):
         w = window_of({"context": {}, "benchmarks": []})
