@@ -30,11 +30,13 @@ double rate_on_threads(std::size_t threads, const std::function<double(std::size
 
 // How many cores' worth of FMA throughput the host gives threads pinned one to each of `cpus` at
 // this moment: the widest ISA's register-only chains, `steps` steps a thread, all at once against
-// each alone (the mean of their rates). A few milliseconds, for the rounds of another measurement.
-// A shared host may give a guest's virtual CPUs one core's worth between them for a while (two
-// virtual CPUs on one physical core, or a CPU quota): the scaling window saw two threads run at one
-// core's speed for half a minute, each alone at full speed (README, "Thread scaling"), and a
-// thread-scaling ratio measured then says nothing of the kernel.
+// each alone (the mean of their rates): T + 1 runs of `steps`, each after an untimed one, about
+// 3 ms at T = 2 and 400000 steps; taken beside another measurement's rounds, not among them. A
+// shared host may give a guest's virtual CPUs one core's worth between them for a while: the
+// scaling window saw two threads run at one core's speed for half a minute, each alone at full
+// speed (README, "Thread scaling"), and a thread-scaling ratio measured then says nothing of the
+// kernel. The reading sees virtual CPUs sharing a core or time-sliced on one; a quota enforced
+// in periods of ~100 ms it sees only when a reading falls into a throttled stretch.
 double cores_now(const std::vector<int>& cpus, long steps);
 
 // STREAM triad a = b + s c over arrays far larger than the last-level cache; bytes counted as

@@ -36,9 +36,10 @@ ScalingPreset scaling_preset(const std::string& name) {
 
 const std::map<std::size_t, double>* g_peak = nullptr;
 
-// The reading of the host's cores (cores_now) takes about half a millisecond a side on a 4-5 GHz
-// core. It runs before and after each repetition's rounds, not within them: beside the calls it
-// moved the speedup it watches (n = 1024, d = 64: 1.71-1.85x, against 1.91-1.94x without it).
+// The reading of the host's cores (cores_now): about 0.5 ms of FMA chains a run on a 4-5 GHz
+// core, 3 ms in all at T = 2. It runs before and after each repetition's rounds, not within them:
+// beside the calls it moved the speedup it watches (n = 1024, d = 64: 1.71-1.85x,
+// against 1.91-1.94x without it).
 constexpr long kCoresSteps = 400'000;
 
 // The calling thread's CPU affinity: pinned to one CPU for a 1-thread call, given back its whole

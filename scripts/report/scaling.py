@@ -21,7 +21,9 @@ NOISY_CV = 0.10  # a speedup whose repetitions vary more than this gets no verdi
 # throughput from the host (the `cores` counter: the lower of the readings before and after a
 # repetition's rounds, median over repetitions) measured the host, not the kernel: no verdict.
 # Two threads read 1.85-2.0 cores on the Zen 5 guest; the scaling window's speedups were
-# 1.00-1.05x for half a minute while the host gave its two virtual CPUs one core's worth.
+# 1.00-1.05x for half a minute while the host gave its two virtual CPUs one core's worth. (On a
+# machine with SMT, T counting hardware threads, two siblings share one core's FMA units and read
+# about T / 2: every point there would go unread. The window is meant for T whole cores.)
 CORES_GIVEN = 0.75
 
 
@@ -135,7 +137,8 @@ def section(doc: Document, window: ScalingWindow) -> None:
     low, within_noise = below_target(window), [p for p in window.points if noisy(p)]
     shared = [p for p in window.points if cores_shared(p) and not noisy(p)]
     read = len(window.points) - len(within_noise) - len(shared)
-    verdict = (f"Every point read runs {threads} threads at least {fmt.ratio(TARGET)} faster than one."
+    verdict = ("No point could be read." if read == 0 else
+               f"Every point read runs {threads} threads at least {fmt.ratio(TARGET)} faster than one."
                if not low else
                f"{len(low)} of the {read} points read run {threads} threads less than {fmt.ratio(TARGET)} faster "
                "than one: " + ", ".join(f"{p.kernel} {p.pass_} d = {p.d}, n = {fmt.count(p.n)} "
@@ -144,8 +147,8 @@ def section(doc: Document, window: ScalingWindow) -> None:
         verdict += (f" Within noise, so not read (the speedup's cv over repetitions above {fmt.pct(100 * NOISY_CV, 0)}): "
                     + ", ".join(f"{p.kernel} {p.pass_} d = {p.d}, n = {fmt.count(p.n)}" for p in within_noise) + ".")
     if shared:
-        verdict += (f" Not read either, the host having given the {threads} threads under "
-                    f"{CORES_GIVEN * threads:.2g} cores' worth of FMA throughput while they ran: "
+        verdict += (f" Not read{' either' if within_noise else ''}, the host having given the {threads} threads "
+                    f"under {CORES_GIVEN * threads:g} cores' worth of FMA throughput while they ran: "
                     + ", ".join(f"{p.kernel} {p.pass_} d = {p.d}, n = {fmt.count(p.n)} "
                                 f"({p.cores:.2f} cores, {fmt.ratio(p.speedup)})" for p in shared) + ".")
     s.add(Paragraph(

@@ -16,7 +16,7 @@ single-run report reads it (the same functions, statistic and noise rule):
 A verdict carries whether its own run marks it within noise (the matrix's rule, analysis.comparison_noise:
 a difference smaller than how far either side's median sits above its minimum, or the run's typical
 such gap; the contenders' windows: smaller than the larger CV of the two sides; the scaling window's:
-the speedup's CV over 10%, or the host having given its threads under 0.75 of their cores); two runs
+the speedup's CV over 10%, or the host having given its threads under scaling.CORES_GIVEN of their cores); two runs
 that disagree on a verdict one of them marks within noise have not contradicted each other."""
 from __future__ import annotations
 

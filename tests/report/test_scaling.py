@@ -127,13 +127,19 @@ class Section(unittest.TestCase):
         self.assertEqual(scaling.below_target(w), [])
         text = section_text(w)
         self.assertIn("Every point read runs 2 threads at least 1.80x faster than one.", text)
-        self.assertIn("Not read either, the host having given the 2 threads under 1.5 cores' worth of FMA "
+        self.assertIn("Not read, the host having given the 2 threads under 1.5 cores' worth of FMA "
                       "throughput while they ran: tiled/simd/avx512f forward d = 64, n = 1,024 (1.04 cores, 1.02x).",
                       text)
         self.assertIn("| 1.04", text)
         forward, backward = sorted(verdicts.thread_scaling(w), key=lambda v: "forward" not in v.subject)
         self.assertTrue(forward.noise)
         self.assertFalse(backward.noise)
+        for b in data["benchmarks"]:  # no point read: said so, not "every point read"
+            if b["aggregate_name"] == "median":
+                b["cores"] = 1.0
+        text = section_text(window_of(data))
+        self.assertIn("No point could be read.", text)
+        self.assertNotIn("Every point read", text)
         for b in data["benchmarks"]:  # the same speedup with the cores given is read, and under the target
             if b["aggregate_name"] == "median":
                 b["cores"] = 1.96
