@@ -431,12 +431,18 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
   }
 }
 
+// A Google Benchmark boolean flag given as --name, --name=true or --name=1 (off: =false or =0).
+bool bool_flag_is_on(const char* arg) {
+  const char* value = std::strchr(arg, '=');
+  return !value || (std::strcmp(value, "=false") != 0 && std::strcmp(value, "=0") != 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string preset_name = "quick";
   bool contenders_window = false, decode_window = false, scaling_window = false;
-  bool phases_window = false, constants_window = false, interleaved = false;
+  bool phases_window = false, constants_window = false, interleaved = false, listing = false;
   int repetitions = 0;
   double min_time = 0;
   std::vector<char*> args;
@@ -454,8 +460,10 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--constants") == 0) {
       constants_window = true;
     } else if (std::strncmp(argv[i], "--benchmark_enable_random_interleaving", 38) == 0) {
-      const char* value = std::strchr(argv[i], '=');
-      interleaved = !value || (std::strcmp(value, "=false") != 0 && std::strcmp(value, "=0") != 0);
+      interleaved = bool_flag_is_on(argv[i]);
+      args.push_back(argv[i]);
+    } else if (std::strncmp(argv[i], "--benchmark_list_tests", 22) == 0) {
+      listing = bool_flag_is_on(argv[i]);  // names only: the machine is not measured
       args.push_back(argv[i]);
     } else if (std::strncmp(argv[i], "--benchmark_repetitions=", 24) == 0) {
       // The matrix and the scaling window set their points' own count: this overrides it.
@@ -487,7 +495,7 @@ int main(int argc, char** argv) {
       : constants_window ? "constants"
                          : "matrix",
       std::to_string(kBackwardCheckRows) + "x" + std::to_string(kBackwardCheckKeys), g_peak_flops,
-      g_triad_gbs);
+      g_triad_gbs, !listing);
 
   if (contenders_window) {
     register_contenders(preset_name, all_threads, g_peak_flops, g_predicted);

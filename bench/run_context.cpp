@@ -36,7 +36,7 @@ std::string read_first_line_with(const char* path, const char* prefix) {
 void add_run_context(const std::string& preset, std::size_t all_threads, const std::string& window,
                      const std::string& backward_check_shape,
                      std::map<std::size_t, double>& peak_flops,
-                     std::map<std::size_t, double>& triad_gbs) {
+                     std::map<std::size_t, double>& triad_gbs, bool measure) {
   using benchmark::AddCustomContext;
   AddCustomContext("attnbench_preset", preset);
   // Which window this JSON is: the kernel matrix, or the contenders' interleaved comparison.
@@ -71,6 +71,7 @@ void add_run_context(const std::string& preset, std::size_t all_threads, const s
   AddCustomContext("google_benchmark_version", ATTNBENCH_BENCHMARK_VERSION);
   AddCustomContext("openblas_config", openblas_get_config());
   AddCustomContext("openblas_corename", openblas_get_corename());
+  if (!measure) return;
 
   std::fprintf(stderr, "attnbench_bench: measuring the machine's ceilings ...\n");
   for (std::size_t t : {std::size_t{1}, all_threads}) {

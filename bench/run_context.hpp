@@ -10,10 +10,11 @@
 namespace attnbench::bench {
 
 // Adds the context and measures the ceilings: `peak_flops` (FLOP/s) and `triad_gbs` (GB/s) get
-// them per thread count (1 and all_threads).
+// them per thread count (1 and all_threads). Without `measure` (a run that only lists its points)
+// nothing is measured and the maps stay empty: the measurements take most of a minute.
 void add_run_context(const std::string& preset, std::size_t all_threads, const std::string& window,
                      const std::string& backward_check_shape,
                      std::map<std::size_t, double>& peak_flops,
-                     std::map<std::size_t, double>& triad_gbs);
+                     std::map<std::size_t, double>& triad_gbs, bool measure);
 
 }  // namespace attnbench::bench

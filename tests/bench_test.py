@@ -29,6 +29,7 @@ listing = subprocess.run([BINARY, "--preset=quick", "--benchmark_list_tests=true
                          timeout=300)
 check("list exit", listing.returncode == 0, listing.stderr[-2000:])
 names = listing.stdout.split()
+check("a listing measures nothing", "measuring" not in listing.stderr, listing.stderr[-500:])
 check("no constants readings among points not interleaved", not [n for n in names if n.startswith("constants/")],
       str([n for n in names if n.startswith("constants/")]))
 # Interleaved (as scripts/study.sh runs the matrix), the matrix takes readings of the machine constants
