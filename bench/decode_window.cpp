@@ -37,12 +37,14 @@ struct DecodePreset {
   bool every_isa;  // also the avx2 kernel by name where a wider ISA dispatches
   int repetitions;
   double min_time;
+  double types_seconds;  // a types point's repetition: at least this long, at least types_rounds
+  std::size_t types_rounds;
 };
 
 DecodePreset decode_preset(const std::string& name) {
   if (name == "full")
-    return {{4096, 16384, 65536}, {131072}, {4096, 16384, 65536}, 256, 4096, true, 5, 0.2};
-  return {{4096, 16384}, {}, {4096}, 64, 1024, false, 3, 0.05};
+    return {{4096, 16384, 65536}, {131072}, {4096, 16384, 65536}, 256, 4096, true, 5, 0.2, 1.0, 9};
+  return {{4096, 16384}, {}, {4096}, 64, 1024, false, 3, 0.05, 0.2, 5};
 }
 
 const std::map<std::size_t, double>* g_triad = nullptr;
@@ -124,6 +126,62 @@ void run_decode(benchmark::State& state, const Kernel* kernel, Layout layout, st
         Counter(1e-6, Counter::kIsIterationInvariantRate | Counter::kInvert);
     state.counters["token_us"] =
         Counter(1e-6 * double(rows), Counter::kIsIterationInvariantRate | Counter::kInvert);
+  } catch (const std::exception& e) {
+    skip_all(state, std::string("failed: ") + e.what());
+  }
+}
+
+// The three storage types against one another call by call: a round calls f32, f16 and bf16 once
+// each on their own caches (the order turning with the round), and each ratio is taken within a
+// round, milliseconds apart. The decode points' repetitions, interleaved at random, put two types'
+// sides seconds apart, where the host's memory traffic moved their ratio from 1.3x to 2.9x in one
+// run; call by call the same shapes gave 1.85-2.38x (README, the decode study).
+void run_types(benchmark::State& state, const Kernel* kernel, Layout layout, std::size_t rows,
+               std::size_t kv_len, std::size_t threads, double seconds, std::size_t min_rounds) {
+  try {
+    constexpr KvType kTypes[] = {KvType::f32, KvType::f16, KvType::bf16};
+    constexpr std::size_t kCount = std::size(kTypes);
+    KvCache* caches[kCount];
+    for (std::size_t i = 0; i < kCount; ++i)
+      caches[i] = &cache_for(*kernel, layout, kTypes[i], kv_len, kv_len);
+    const Shape shape{1, layout.q_heads, layout.kv_heads, rows, kv_len, kHeadDim};
+    const std::vector<float>& q = random_tensor(shape.q_elements(), 20);
+    std::vector<float> o(shape.q_elements());
+    Options options;
+    options.threads = threads;
+    Workspace ws;
+    using clock = std::chrono::steady_clock;
+    auto call = [&](std::size_t i) {
+      const auto a = clock::now();
+      attention(*kernel, shape, options,
+                Tensors{.q = q.data(), .o = o.data(), .kv_cache = caches[i]}, ws);
+      benchmark::DoNotOptimize(o.data());
+      return std::chrono::duration<double>(clock::now() - a).count();
+    };
+    for (std::size_t i = 0; i < kCount; ++i) call(i);  // warm-up: workspace, thread pool
+    std::vector<double> times[kCount], ratios[kCount];
+    for (auto _ : state) {
+      for (std::size_t i = 0; i < kCount; ++i) times[i].clear(), ratios[i].clear();
+      double spent = 0;
+      for (std::size_t round = 0; round < min_rounds || spent < seconds; ++round) {
+        double t[kCount];
+        for (std::size_t k = 0; k < kCount; ++k) {
+          const std::size_t i = (k + round) % kCount;
+          t[i] = call(i);
+          times[i].push_back(t[i]);
+          spent += t[i];
+        }
+        for (std::size_t i = 0; i < kCount; ++i) ratios[i].push_back(t[0] / t[i]);
+      }
+      state.SetIterationTime(median(times[0]));
+    }
+    for (std::size_t i = 0; i < kCount; ++i) {
+      const std::string type(to_string(kTypes[i]));
+      state.counters["us_" + type] = 1e6 * median(times[i]);
+      state.counters["gbs_" + type] = double(caches[i]->kv_bytes()) / median(times[i]) / 1e9;
+      if (i > 0) state.counters["speedup_" + type] = median(ratios[i]);
+    }
+    state.counters["rounds"] = double(ratios[0].size());
   } catch (const std::exception& e) {
     skip_all(state, std::string("failed: ") + e.what());
   }
@@ -254,6 +312,21 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
   }
   for (const Kernel* kernel : kernels) {
     const std::string kname(kernel->name);
+    for (std::size_t t : thread_counts) {
+      std::vector<std::size_t> lens = preset.kv_lens;
+      lens.insert(lens.end(), preset.llama_kv_lens.begin(), preset.llama_kv_lens.end());
+      for (std::size_t kv : lens) {
+        const std::string name = "types/" + kname +
+                                 "/layout:llama/rows:1/kv:" + std::to_string(kv) +
+                                 "/threads:" + std::to_string(t);
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), run_types, kernel, kLlama, 1, kv, t,
+                                               preset.types_seconds, preset.types_rounds);
+        b->Iterations(1)->UseManualTime();
+        // A round reads the f32 bytes and twice the 16-bit ones.
+        const double round = 2.0 * double(kLlama.kv_heads * kv * kHeadDim * 2 * 4) / 10e9;
+        add(b, name, std::max(preset.types_seconds, round * double(preset.types_rounds)), true);
+      }
+    }
     for (KvType type : types) {
       const std::string tname(to_string(type));
       for (std::size_t t : thread_counts) {

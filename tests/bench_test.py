@@ -206,5 +206,20 @@ for b in medians:
     check("GFLOP/s from the call times", all(abs(b[g] * b[t] * 1e6 / flops - 1) < 0.1
                                              for g, t in (("gflops_1", "ms_1"), ("gflops_T", "ms_T"))), str(b))
 
+# The decode window's types points: f32, f16 and bf16 called by turns on the llama layout's decode.
+data, medians = run_window("decode", "^types/.*/kv:4096/")
+threads = int(data["context"]["threads_all"])
+check("a types point per thread count", len(medians) == (2 if threads > 1 else 1), str([b["name"] for b in medians]))
+for b in medians:
+    check("types point name", re.match(r"types/tiled/simd/\w+/layout:llama/rows:1/kv:4096/threads:\d+/", b["run_name"]),
+          b["run_name"])
+    check("at least 5 rounds", b["rounds"] >= 5, str(b))
+    check("its time is the f32 call's", abs(b["real_time"] / b["us_f32"] - 1) < 1e-6 and b["time_unit"] == "us", str(b))
+    for t, size in (("f32", 4), ("f16", 2), ("bf16", 2)):
+        bytes_ = 8 * 4096 * 128 * 2 * size  # 8 key/value heads, d = 128, K and V
+        check(f"{t} GB/s from its call time", abs(b[f"gbs_{t}"] * b[f"us_{t}"] * 1e3 / bytes_ - 1) < 1e-6, str(b))
+    for t in ("f16", "bf16"):  # the median of the rounds' ratios, near the ratio of the medians
+        check(f"{t} speedup", 0.5 < b[f"speedup_{t}"] / (b["us_f32"] / b[f"us_{t}"]) < 2, str(b))
+
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -6,6 +6,7 @@ module is the only code that splits the decode window's names into columns:
     generate/<kernel>/layout:llama/start:N/tokens:G/type:T/threads:t
     prefill/<kernel>/n:N/d:128/type:T/threads:t
     triad/threads:t   (the STREAM triad measured among the points, GB/s)
+    types/<kernel>/layout:llama/rows:R/kv:N/threads:t   (the three types called by turns: TypesPoint)
 
 then Google Benchmark's suffixes (`/min_time:0.050`, `/iterations:1`, `/repeats:3`, `/real_time` or
 `/manual_time`) and, for an aggregate, `_mean`, `_median`, `_stddev` or `_cv`. A point's median and CV
@@ -114,25 +115,76 @@ def _value(entry: dict, measure: str, cv: bool = False) -> float:
     return float(entry[measure]) if measure in entry else math.nan
 
 
-def _point(name: str, entries: list) -> DecodePoint:
-    columns = parse_name(name)
+def _medians(entries: list, measures: tuple) -> tuple:
+    """(median, cv, repetitions, error) of a point's entries: the measures' medians and CVs from its
+    aggregates, or from its repetitions; ({}, {}, count, message) when every repetition failed."""
     good = [e for e in entries if not e.get("error_occurred")]
     aggregates = {e["aggregate_name"]: e for e in good if e.get("run_type") == "aggregate"}
     repetitions = [e for e in good if e.get("run_type") != "aggregate"]
     count = int(entries[0].get("repetitions", len(repetitions) or 1))
     if "median" in aggregates:
-        median = {m: _value(aggregates["median"], m) for m in MEASURES}
-        cv = {m: _value(aggregates["cv"], m, cv=True) if "cv" in aggregates else math.nan for m in MEASURES}
+        median = {m: _value(aggregates["median"], m) for m in measures}
+        cv = {m: _value(aggregates["cv"], m, cv=True) if "cv" in aggregates else math.nan for m in measures}
     elif repetitions:
-        values = {m: np.array([_value(e, m) for e in repetitions]) for m in MEASURES}
+        values = {m: np.array([_value(e, m) for e in repetitions]) for m in measures}
         median = {m: float(np.median(v)) for m, v in values.items()}
         cv = {m: float(np.std(v, ddof=1) / np.mean(v)) if len(v) > 1 and np.mean(v) else math.nan
               for m, v in values.items()}
     else:
         message = next((e.get("error_message", "") for e in entries if e.get("error_occurred")), "")
-        status, _, reason = (message or "failed: no measurement in the JSON").partition(": ")
-        return DecodePoint(name=name, repetitions=count, status=status, reason=reason or message, **columns)
+        return {}, {}, count, message or "failed: no measurement in the JSON"
+    return median, cv, count, ""
+
+
+def _point(name: str, entries: list) -> DecodePoint:
+    columns = parse_name(name)
+    median, cv, count, error = _medians(entries, MEASURES)
+    if error:
+        status, _, reason = error.partition(": ")
+        return DecodePoint(name=name, repetitions=count, status=status, reason=reason or error, **columns)
     return DecodePoint(name=name, repetitions=count, median=median, cv=cv, **columns)
+
+
+# The types points' counters: each type's median call and GB/s, the 16-bit types' speedups over f32
+# (the median over rounds of the ratio within a round), and the rounds.
+TYPES_COUNTERS = tuple(f"{m}_{t}" for m in ("us", "gbs") for t in TYPES) + tuple(
+    f"speedup_{t}" for t in TYPES[1:]) + ("rounds",)
+
+
+@dataclass(frozen=True)
+class TypesPoint:
+    """A types point: the storage types called by turns on one decode shape. `median` and `cv` map
+    TYPES_COUNTERS to values; `error` is the failure message of a point that measured nothing."""
+
+    name: str
+    kernel: str
+    layout: str
+    rows: int
+    kv: int
+    threads: int
+    repetitions: int
+    median: dict = field(default_factory=dict)
+    cv: dict = field(default_factory=dict)
+    error: str = ""
+
+    def speedup(self, dtype: str) -> float:
+        return self.median.get(f"speedup_{dtype}", math.nan)
+
+    def noise(self, dtype: str) -> float:
+        """The CV of the speedup over the point's repetitions."""
+        return self.cv.get(f"speedup_{dtype}", math.nan)
+
+
+def _types_point(name: str, entries: list) -> TypesPoint:
+    _, _, rest = _AGGREGATE_SUFFIX.sub("", name).partition("/")
+    kernel_parts, args = loader.split_name(rest)
+    missing = [key for key in ("layout", "rows", "kv", "threads") if key not in args]
+    if len(kernel_parts) < 2 or missing or args["layout"] not in LAYOUTS:
+        raise ValueError(f"benchmark name {name!r}: expected types/<kernel>/layout:<{'|'.join(LAYOUTS)}>/rows:R/"
+                         f"kv:N/threads:t" + (f"; missing {', '.join(missing)}" if missing else ""))
+    median, cv, count, error = _medians(entries, TYPES_COUNTERS)
+    return TypesPoint(name, "/".join(kernel_parts), args["layout"], int(args["rows"]), int(args["kv"]),
+                      int(args["threads"]), count, median, cv, error)
 
 
 @dataclass
@@ -143,6 +195,7 @@ class DecodeWindow:
     path: Path
     run: loader.Run
     table: loader.Table
+    types: list = field(default_factory=list)  # TypesPoint, in the JSON's order
 
     @property
     def context(self) -> dict:
@@ -160,8 +213,10 @@ def load_file(path: Path, index: int = 0, label: str = "") -> DecodeWindow:
     for entry in data["benchmarks"]:
         groups.setdefault(entry.get("run_name") or _AGGREGATE_SUFFIX.sub("", entry["name"]), []).append(entry)
     triads = {name: groups.pop(name) for name in [n for n in groups if n.startswith("triad/")]}
+    types = {name: groups.pop(name) for name in [n for n in groups if n.startswith("types/")]}
     try:
         points = [_point(name, entries) for name, entries in groups.items()]
+        types_points = [_types_point(name, entries) for name, entries in types.items()]
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
     interleaved = _triads(triads)
@@ -171,7 +226,7 @@ def load_file(path: Path, index: int = 0, label: str = "") -> DecodeWindow:
             run.context[key + "_before"] = run.context[key]
         run.context[key] = str(gbs)
     points = [_against_triad(p, interleaved) for p in points]
-    return DecodeWindow(path, run, loader.Table(points, [run]))
+    return DecodeWindow(path, run, loader.Table(points, [run]), types_points)
 
 
 def _triads(groups: dict) -> dict:

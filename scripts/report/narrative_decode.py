@@ -91,6 +91,7 @@ def section(doc: Document, window, figures: dict) -> None:
                          "measured triad bandwidth; dash-dotted: the L2 of the threads' cores and the L3; stars: the "
                          "generation loop's median step at the cache length of its middle step."))
     _table(s, window)
+    _call_by_call(s, window)
     _bandwidth_bound(s, window, name)
     _caches(s, window, name)
     _fixed_costs(s, window, name)
@@ -173,6 +174,37 @@ def _table(s, window) -> None:
     s.add(Table(header, body, align=align, caption="Decode points (medians): time per token, GB/s of K/V and share "
                 "of the triad per storage type, where the K/V fit (per type, fp32 first), and each 16-bit type's "
                 "speed over fp32 (fp32's time over its):"))
+
+
+def _call_by_call(s, window) -> None:
+    """The types points: each 16-bit type's speed over fp32 with both sides called in one round."""
+    measured = sorted((p for p in window.types if not p.error), key=lambda p: (p.kernel, p.layout, p.rows, p.kv,
+                                                                             p.threads))
+    failed = [p for p in window.types if p.error]
+    failures = (f" {len(failed)} types point(s) measured nothing: " + "; ".join(f"{p.name}: {p.error}" for p in failed)
+                if failed else "")
+    if not measured:
+        if failed:
+            s.add(Paragraph("The storage types called by turns (`types/` points):" + failures))
+        return
+    several = len({p.kernel for p in measured}) > 1
+    body = []
+    for p in measured:
+        cells = [fmt.code(p.kernel)] if several else []
+        cells += [p.layout, str(p.rows), fmt.count(p.kv), str(p.threads)]
+        cells += [f"{fmt.us(p.median.get(f'us_{t}', math.nan))} · {fmt.sig(p.median.get(f'gbs_{t}', math.nan))} GB/s"
+                  for t in TYPES]
+        cells += [f"{fmt.ratio(p.speedup(t))} (CV {fmt.pct(100 * p.noise(t), 1)})" for t in ad.SIXTEEN_BIT]
+        cells.append(fmt.count(p.median.get("rounds", math.nan)))
+        body.append(cells)
+    header = (["kernel"] if several else []) + ["layout", "rows", "kv", "threads"]
+    header += [f"{TYPE_NAMES[t]}: µs · GB/s" for t in TYPES] + [f"{TYPE_NAMES[t]} over fp32" for t in ad.SIXTEEN_BIT]
+    header.append("rounds")
+    s.add(Table(header, body, align=("l" if several else "") + "lrrr" + "r" * (len(header) - 4 - several),
+                caption="The storage types called by turns (`types/` points): each round calls fp32, fp16 and bf16 "
+                "once on the same shape, and a speedup is the median over rounds of fp32's time over the type's "
+                "within a round, so both sides share the host's minute; CV over the repetitions. Where the window "
+                "has one, the target below reads it instead of the decode points' medians above." + failures))
 
 
 def _bandwidth_bound(s, window, name: str) -> None:
@@ -427,7 +459,7 @@ def _targets(s, window, name: str) -> None:
         if targets[key]:
             items.append(head + _verdict(targets[key]) + " (" + "; ".join(
                 f"{_where(window, t.point)}: {_pct(t.measured) if key == 'bandwidth' else fmt.ratio(t.measured)}"
-                + _short(t) for t in targets[key]) + ").")
+                + (" call by call" if t.call_by_call else "") + _short(t) for t in targets[key]) + ").")
         else:
             text = head + (f"cannot be read from this run: no {'16-bit ' if key == 'speedup' else ''}decode point of "
                            f"{fmt.code(name)} on {at} has K/V beyond it")
@@ -448,7 +480,7 @@ def _targets(s, window, name: str) -> None:
             + ", ".join(f"{fmt.ratio(p.ratio('f16'))} on {_threads(window, p.threads)}" for p in have) + ")"
             if have else "") + ".")
     s.add(Paragraph("Issue 15's targets, for " + fmt.code(name) + " (a ratio within the larger CV of its two times is "
-                    "within noise of the target):"))
+                    "within noise of the target; a call-by-call ratio, within its CV over the repetitions):"))
     s.add(Bullets(items))
 
 

@@ -111,6 +111,23 @@ class Loader(unittest.TestCase):
         self.assertAlmostEqual(one.value("pct_triad"), raw(
             "decode/tiled/simd/avx512f/layout:llama/rows:1/kv:4096/type:f32/threads:1")["pct_triad"])
 
+    def test_types_points_are_read_apart_from_the_decode_points(self):
+        window = window_of(with_types(RAW, {"f16": 1.5, "bf16": 1.9}, {"f16": 0.04, "bf16": 0.01}))
+        self.assertEqual(len(window.table), len(self.window.table))  # not a decode point
+        [p] = window.types
+        self.assertEqual((p.kernel, p.layout, p.rows, p.kv, p.threads, p.repetitions, p.error),
+                         ("tiled/simd/avx512f", "llama", 1, 16384, 2, 3, ""))
+        self.assertEqual((p.speedup("f16"), p.noise("f16"), p.speedup("bf16"), p.median["rounds"]),
+                         (1.5, 0.04, 1.9, 30.0))
+        failed = window_of(with_types(RAW, {}, {}, error="failed: out of memory")).types
+        self.assertEqual([(p.error, p.median) for p in failed], [("failed: out of memory", {})])
+        self.assertEqual(ld.load_file(FIXTURE).types, [])  # a window from before the types points
+        broken = copy.deepcopy(RAW)
+        broken["benchmarks"].append(dict(RAW["benchmarks"][0], name="types/tiled/simd/rows:1_median",
+                                         run_name="types/tiled/simd/rows:1"))
+        with self.assertRaisesRegex(ValueError, r"decode\.json: benchmark name 'types/tiled/simd/rows:1'.*missing"):
+            window_of(broken)
+
     def test_absent_next_to_a_run(self):
         run = loader.load([support.FIXTURE]).runs[0]
         self.assertIsNone(ld.load_next_to(run))
@@ -131,6 +148,29 @@ def altered(l3_bytes=None, prefill_n=None) -> dict:
 
 
 LLAMA = "decode/tiled/simd/avx512f/layout:llama/rows:1/kv:16384/type:{}/threads:2"
+TYPES_POINT = "types/tiled/simd/avx512f/layout:llama/rows:1/kv:16384/threads:2/iterations:1/repeats:3/manual_time"
+
+
+def with_types(data: dict, speedups: dict, cvs: dict, error: str = "") -> dict:
+    """The data with a types point (as the decode window writes it: median and cv aggregates) at the llama
+    layout's rows:1, kv 16384 on 2 threads; `speedups` and `cvs` per 16-bit type. With `error`, its
+    repetitions instead, each failed with that message."""
+    data = copy.deepcopy(data)
+    if error:
+        data["benchmarks"] += [{"name": TYPES_POINT, "run_name": TYPES_POINT, "run_type": "iteration",
+                                "repetitions": 3, "error_occurred": True, "error_message": error}] * 3
+        return data
+    for aggregate in ("median", "cv"):
+        entry = {"name": f"{TYPES_POINT}_{aggregate}", "run_name": TYPES_POINT, "run_type": "aggregate",
+                 "repetitions": 3, "aggregate_name": aggregate, "real_time": 2000.0 if aggregate == "median" else 0.02,
+                 "time_unit": "us", "rounds": 30.0 if aggregate == "median" else 0.0}
+        for t, us in (("f32", 2000.0), ("f16", 1000.0), ("bf16", 1100.0)):
+            entry[f"us_{t}"] = us if aggregate == "median" else 0.02
+            entry[f"gbs_{t}"] = 134.2e6 * ld.TYPE_BYTES[t] / 4 / us / 1e3 if aggregate == "median" else 0.02
+        for t in ("f16", "bf16"):
+            entry[f"speedup_{t}"] = speedups[t] if aggregate == "median" else cvs[t]
+        data["benchmarks"].append(entry)
+    return data
 
 
 class Analysis(unittest.TestCase):
@@ -217,6 +257,18 @@ class Analysis(unittest.TestCase):
                                     (4, "bf16"): (1.24, False)})
         self.assertEqual([(t.point.threads, round(t.measured, 3), t.met) for t in targets["prefill"]],
                          [(1, 0.511, False), (2, 0.388, False)])
+        self.assertFalse(any(t.call_by_call for t in targets["speedup"]))
+
+    def test_the_speedup_target_reads_the_types_point_where_there_is_one(self):
+        data = with_types(altered(l3_bytes=32 * 2 ** 20), {"f16": 1.5, "bf16": 1.9}, {"f16": 0.04, "bf16": 0.01})
+        speedups = {(t.point.rows, t.point.dtype): (t.measured, t.noise, t.met, t.call_by_call)
+                    for t in ad.targets(window_of(data))["speedup"]}
+        self.assertEqual(speedups[(1, "f16")], (1.5, 0.04, False, True))
+        self.assertEqual(speedups[(1, "bf16")], (1.9, 0.01, True, True))
+        # rows:4 has no types point: its speedups are still the decode points' medians
+        self.assertEqual([v[3] for k, v in speedups.items() if k[0] == 4], [False, False])
+        failed = ad.targets(window_of(with_types(altered(l3_bytes=32 * 2 ** 20), {}, {}, error="failed: x")))
+        self.assertFalse(any(t.call_by_call for t in failed["speedup"]))
 
 
 def section_text(window) -> str:
@@ -277,6 +329,18 @@ class Report(unittest.TestCase):
         self.assertIn("as fast as fp32: not met (2 of 4 points) (llama, rows:1, kv 16,384, fp16, 2 threads (all): "
                       "2.07x", text)
         self.assertIn("fp16 ≥ 0.900x the fp32 GFLOP/s: not met (0 of 2 points) (1 thread: 0.511x", text)
+
+    def test_the_types_table_and_the_target_call_by_call(self):
+        data = with_types(altered(l3_bytes=32 * 2 ** 20), {"f16": 1.5, "bf16": 1.9}, {"f16": 0.04, "bf16": 0.01})
+        text = section_text(window_of(data))
+        self.assertIn("The storage types called by turns", text)
+        self.assertIn("llama | 1 | 16,384 | 2 | 2,000 µs · 67.1 GB/s | 1,000 µs · 67.1 GB/s | "
+                      "1,100 µs · 61.0 GB/s | 1.50x (CV 4.0%) | 1.90x (CV 1.0%) | 30", text)
+        self.assertIn("as fast as fp32: not met (1 of 4 points) (llama, rows:1, kv 16,384, fp16, 2 threads (all): "
+                      "1.50x call by call", text)
+        self.assertNotIn("called by turns", section_text(self.window))
+        failed = section_text(window_of(with_types(RAW, {}, {}, error="failed: out of memory")))
+        self.assertIn("1 types point(s) measured nothing: " + TYPES_POINT + ": failed: out of memory", failed)
 
     def test_a_second_kernel_and_more_start_lengths(self):
         """As the full preset writes them: `tiled/simd/avx2` by name beside the dispatched kernel, and the
