@@ -84,6 +84,14 @@ void fill(KvCache& cache, const Layout& layout, std::size_t tokens, std::size_t 
   }
 }
 
+// A new cache of `capacity` tokens, filled with `filled`.
+std::unique_ptr<KvCache> filled_cache(const Kernel& kernel, const Layout& layout, KvType type,
+                                      std::size_t capacity, std::size_t filled) {
+  auto cache = std::make_unique<KvCache>(kernel, 1, layout.kv_heads, kHeadDim, capacity, type);
+  fill(*cache, layout, filled, 0);
+  return cache;
+}
+
 // The caches, made once per (kernel, layout, type, capacity) on first use and filled to their
 // capacity (the generation loop's: to their start), so that interleaved points share them.
 KvCache& cache_for(const Kernel& kernel, const Layout& layout, KvType type, std::size_t capacity,
@@ -92,10 +100,7 @@ KvCache& cache_for(const Kernel& kernel, const Layout& layout, KvType type, std:
   const std::string key = std::string(kernel.name) + layout.name + std::string(to_string(type)) +
                           std::to_string(capacity);
   auto& cache = caches[key];
-  if (!cache) {
-    cache = std::make_unique<KvCache>(kernel, 1, layout.kv_heads, kHeadDim, capacity, type);
-    fill(*cache, layout, filled, 0);
-  }
+  if (!cache) cache = filled_cache(kernel, layout, type, capacity, filled);
   return *cache;
 }
 
@@ -135,15 +140,18 @@ void run_decode(benchmark::State& state, const Kernel* kernel, Layout layout, st
 // each on their own caches (the order turning with the round), and each ratio is taken within a
 // round, milliseconds apart. The decode points' repetitions, interleaved at random, put two types'
 // sides seconds apart, where the host's memory traffic moved their ratio from 1.3x to 2.9x in one
-// run; call by call the same shapes gave 1.85-2.38x (README, the decode study).
+// run. And a cache keeps the streaming speed its memory got when it was allocated (two caches of
+// one type in one process read up to 1.25x apart, round after round, on the Zen 5 guest), so each
+// repetition allocates and fills its own three caches: the spread of allocations shows in the
+// repetitions' CV instead of biasing the whole run (README, the decode study).
 void run_types(benchmark::State& state, const Kernel* kernel, Layout layout, std::size_t rows,
                std::size_t kv_len, std::size_t threads, double seconds, std::size_t min_rounds) {
   try {
     constexpr KvType kTypes[] = {KvType::f32, KvType::f16, KvType::bf16};
     constexpr std::size_t kCount = std::size(kTypes);
-    KvCache* caches[kCount];
+    std::unique_ptr<KvCache> caches[kCount];
     for (std::size_t i = 0; i < kCount; ++i)
-      caches[i] = &cache_for(*kernel, layout, kTypes[i], kv_len, kv_len);
+      caches[i] = filled_cache(*kernel, layout, kTypes[i], kv_len, kv_len);
     const Shape shape{1, layout.q_heads, layout.kv_heads, rows, kv_len, kHeadDim};
     const std::vector<float>& q = random_tensor(shape.q_elements(), 20);
     std::vector<float> o(shape.q_elements());
@@ -154,7 +162,7 @@ void run_types(benchmark::State& state, const Kernel* kernel, Layout layout, std
     auto call = [&](std::size_t i) {
       const auto a = clock::now();
       attention(*kernel, shape, options,
-                Tensors{.q = q.data(), .o = o.data(), .kv_cache = caches[i]}, ws);
+                Tensors{.q = q.data(), .o = o.data(), .kv_cache = caches[i].get()}, ws);
       benchmark::DoNotOptimize(o.data());
       return std::chrono::duration<double>(clock::now() - a).count();
     };
@@ -322,9 +330,13 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
         auto* b = benchmark::RegisterBenchmark(name.c_str(), run_types, kernel, kLlama, 1, kv, t,
                                                preset.types_seconds, preset.types_rounds);
         b->Iterations(1)->UseManualTime();
-        // A round reads the f32 bytes and twice the 16-bit ones.
-        const double round = 2.0 * double(kLlama.kv_heads * kv * kHeadDim * 2 * 4) / 10e9;
-        add(b, name, std::max(preset.types_seconds, round * double(preset.types_rounds)), true);
+        // A round reads the f32 bytes and twice the 16-bit ones; a repetition first fills the three
+        // caches (as many bytes, packed at about 2 GB/s).
+        const double f32_bytes = double(kLlama.kv_heads * kv * kHeadDim * 2 * 4);
+        add(b, name,
+            std::max(preset.types_seconds, 2.0 * f32_bytes / 10e9 * double(preset.types_rounds)) +
+                2.0 * f32_bytes / 2e9,
+            true);
       }
     }
     for (KvType type : types) {
