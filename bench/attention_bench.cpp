@@ -31,6 +31,7 @@
 #include <oneapi/tbb/info.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -431,10 +432,17 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
   }
 }
 
-// A Google Benchmark boolean flag given as --name, --name=true or --name=1 (off: =false or =0).
+// A Google Benchmark boolean flag (--name or --name=value) read as Google Benchmark reads it: on
+// without a value; off for a one-character value that is not a letter or digit, or is 0, f, F, n
+// or N, and for false, no or off in any case.
 bool bool_flag_is_on(const char* arg) {
   const char* value = std::strchr(arg, '=');
-  return !value || (std::strcmp(value, "=false") != 0 && std::strcmp(value, "=0") != 0);
+  if (value == nullptr || value[1] == '\0') return true;
+  std::string v(value + 1);
+  if (v.size() == 1)
+    return std::isalnum(static_cast<unsigned char>(v[0])) && !std::strchr("0fFnN", v[0]);
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v != "false" && v != "no" && v != "off";
 }
 
 }  // namespace

@@ -138,12 +138,12 @@ void run_decode(benchmark::State& state, const Kernel* kernel, Layout layout, st
 
 // The three storage types against one another call by call: a round calls f32, f16 and bf16 once
 // each on their own caches (the order turning with the round), and each ratio is taken within a
-// round, milliseconds apart. The decode points' repetitions, interleaved at random, put two types'
-// sides seconds apart, where the host's memory traffic moved their ratio from 1.3x to 2.9x in one
-// run. And a cache keeps the streaming speed its memory got when it was allocated (two caches of
-// one type in one process read up to 1.25x apart, round after round, on the Zen 5 guest), so each
-// repetition allocates and fills its own three caches: the spread of allocations shows in the
-// repetitions' CV instead of biasing the whole run (README, the decode study).
+// round, milliseconds apart (the decode points' repetitions, interleaved at random, put two types'
+// sides seconds apart: over the Llama layer's points two runs gave 1.3x to 2.9x). And a cache keeps
+// the streaming speed its memory got when it was allocated (two caches of one type in one process
+// read up to 1.25x apart, round after round, on the Zen 5 guest), so each repetition allocates and
+// fills its own three caches: the spread of allocations shows in the repetitions' CV instead of
+// biasing the whole run (README, the decode study). The point's time is the median f32 call.
 void run_types(benchmark::State& state, const Kernel* kernel, Layout layout, std::size_t rows,
                std::size_t kv_len, std::size_t threads, double seconds, std::size_t min_rounds) {
   try {
@@ -318,12 +318,12 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
     b->Iterations(1);
     add(b, name, 0.5);
   }
+  std::vector<std::size_t> llama_lens = preset.kv_lens;  // the llama layout's: both lists
+  llama_lens.insert(llama_lens.end(), preset.llama_kv_lens.begin(), preset.llama_kv_lens.end());
   for (const Kernel* kernel : kernels) {
     const std::string kname(kernel->name);
     for (std::size_t t : thread_counts) {
-      std::vector<std::size_t> lens = preset.kv_lens;
-      lens.insert(lens.end(), preset.llama_kv_lens.begin(), preset.llama_kv_lens.end());
-      for (std::size_t kv : lens) {
+      for (std::size_t kv : llama_lens) {
         const std::string name = "types/" + kname +
                                  "/layout:llama/rows:1/kv:" + std::to_string(kv) +
                                  "/threads:" + std::to_string(t);
@@ -332,7 +332,8 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
         b->Iterations(1)->UseManualTime();
         // A round reads the f32 bytes and twice the 16-bit ones; a repetition first fills the three
         // caches (as many bytes, packed at about 2 GB/s).
-        const double f32_bytes = double(kLlama.kv_heads * kv * kHeadDim * 2 * 4);
+        const double f32_bytes =
+            double(kLlama.kv_heads * kv * kHeadDim * 2 * kv_type_bytes(KvType::f32));
         add(b, name,
             std::max(preset.types_seconds, 2.0 * f32_bytes / 10e9 * double(preset.types_rounds)) +
                 2.0 * f32_bytes / 2e9,
@@ -344,9 +345,8 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
       for (std::size_t t : thread_counts) {
         const std::string suffix = "/type:" + tname + "/threads:" + std::to_string(t);
         for (const Layout& layout : {kHead, kLlama}) {
-          std::vector<std::size_t> lens = preset.kv_lens;
-          if (layout.q_heads == kLlama.q_heads)
-            lens.insert(lens.end(), preset.llama_kv_lens.begin(), preset.llama_kv_lens.end());
+          const std::vector<std::size_t>& lens =
+              layout.q_heads == kLlama.q_heads ? llama_lens : preset.kv_lens;
           for (std::size_t rows : {1, 4}) {
             for (std::size_t kv : lens) {
               const std::string name = "decode/" + kname + "/layout:" + layout.name +

@@ -11,9 +11,10 @@
 //       fill an empty cache with N tokens and run causal attention of N rows over it: GFLOP/s,
 //       pct_peak, pack_ms.
 //   types/<kernel>/layout:llama/rows:1/kv:N/threads:t
-//       f32, f16 and bf16 decode called by turns in rounds (each type's own cache), the ratios
-//       taken within a round: speedup_f16 and speedup_bf16 (median over rounds of the f32 call's
-//       time over the type's), us_<type> and gbs_<type> (median call), rounds.
+//       f32, f16 and bf16 decode called by turns in rounds (each type's own cache, allocated and
+//       filled anew for each repetition), the ratios taken within a round: speedup_f16 and
+//       speedup_bf16 (median over rounds of the f32 call's time over the type's), us_<type> and
+//       gbs_<type> (median call), rounds; the point's time is the median f32 call.
 //   triad/threads:t
 //       the STREAM triad (ceilings.hpp) as a point of the window, GB/s: interleaved with the
 //       others, the bandwidth their share of the triad is read against (the report does).

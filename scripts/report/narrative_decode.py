@@ -12,6 +12,7 @@ import analysis
 import analysis_decode as ad
 import formatting as fmt
 from document import Bullets, Document, Paragraph, Table
+from loader import kernel_sort_key
 from loader_decode import TYPES
 
 TITLE = "Decoding against a KV cache"
@@ -60,8 +61,13 @@ def summary_item(window) -> str | None:
                          ad.targets(window).values()):
         verdicts.setdefault(_verdict(ts), []).append(label)
     tier = ad.point_tier(window.run, best)
+    alternated = [p for p in window.types if not p.error and p.kernel == name]
+    turns = [f"{TYPE_NAMES[t]} {fmt.ratio(float(np.median(v)))}" for t in ad.SIXTEEN_BIT
+             if (v := [p.speedup(t) for p in alternated if math.isfinite(p.speedup(t))])]
     return (f"Decoding against a KV cache ({fmt.code(name)}, `decode.json`): 16-bit K/V decode "
-            + " and ".join(parts) + f" as fast as fp32 per token (medians over {len(rows)} points), and a call "
+            + " and ".join(parts) + f" as fast as fp32 per token (medians over {len(rows)} points"
+            + (f"; called by turns, {' and '.join(turns)} over {len(alternated)} `types/` points" if turns else "")
+            + "), and a call "
             f"reads K/V at up to {_pct(best.value('pct_triad'))} of the triad ({_where(window, best)}"
             + (f", K/V {_in(tier)}" if tier else "") + "); issue 15's targets: "
             + "; ".join(f"{', '.join(labels)}: {verdict}" for verdict, labels in verdicts.items()) + ".")
@@ -81,7 +87,9 @@ def section(doc: Document, window, figures: dict) -> None:
     s = doc.section(TITLE)
     if not _measured(window):
         s.add(Paragraph(f"`{window.path.name}` lies next to the results but holds no measured decode point, so "
-                        "there is nothing to read against the bandwidth."))
+                        "there is nothing to read against the bandwidth, and issue 15's targets, which need them, "
+                        "cannot be read."))
+        _call_by_call(s, window)
         return
     name = ad.kernel(window)
     _intro(s, window, name)
@@ -178,8 +186,8 @@ def _table(s, window) -> None:
 
 def _call_by_call(s, window) -> None:
     """The types points: each 16-bit type's speed over fp32 with both sides called in one round."""
-    measured = sorted((p for p in window.types if not p.error), key=lambda p: (p.kernel, p.layout, p.rows, p.kv,
-                                                                             p.threads))
+    measured = sorted((p for p in window.types if not p.error),
+                      key=lambda p: (kernel_sort_key(p.kernel), p.layout, p.rows, p.kv, p.threads))
     failed = [p for p in window.types if p.error]
     failures = (f" {len(failed)} types point(s) measured nothing: " + "; ".join(f"{p.name}: {p.error}" for p in failed)
                 if failed else "")
@@ -195,7 +203,8 @@ def _call_by_call(s, window) -> None:
         cells += [f"{fmt.us(p.median.get(f'us_{t}', math.nan))} · {fmt.sig(p.median.get(f'gbs_{t}', math.nan))} GB/s"
                   for t in TYPES]
         cells += [f"{fmt.ratio(p.speedup(t))} (CV {fmt.pct(100 * p.noise(t), 1)})" for t in ad.SIXTEEN_BIT]
-        cells.append(fmt.count(p.median.get("rounds", math.nan)))
+        rounds = p.median.get("rounds", math.nan)
+        cells.append(fmt.count(rounds) if math.isfinite(rounds) else "n/a")
         body.append(cells)
     header = (["kernel"] if several else []) + ["layout", "rows", "kv", "threads"]
     header += [f"{TYPE_NAMES[t]}: µs · GB/s" for t in TYPES] + [f"{TYPE_NAMES[t]} over fp32" for t in ad.SIXTEEN_BIT]

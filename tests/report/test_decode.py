@@ -268,6 +268,7 @@ class Analysis(unittest.TestCase):
         # rows:4 has no types point: its speedups are still the decode points' medians
         self.assertEqual([v[3] for k, v in speedups.items() if k[0] == 4], [False, False])
         failed = ad.targets(window_of(with_types(altered(l3_bytes=32 * 2 ** 20), {}, {}, error="failed: x")))
+        self.assertEqual(len(failed["speedup"]), 4)  # the decode points' medians, as without a types point
         self.assertFalse(any(t.call_by_call for t in failed["speedup"]))
 
 
@@ -339,6 +340,14 @@ class Report(unittest.TestCase):
         self.assertIn("as fast as fp32: not met (1 of 4 points) (llama, rows:1, kv 16,384, fp16, 2 threads (all): "
                       "1.50x call by call", text)
         self.assertNotIn("called by turns", section_text(self.window))
+        summary = narrative_decode.summary_item(window_of(data))
+        self.assertIn("called by turns, fp16 1.50x and bf16 1.90x over 1 `types/` points", summary)
+        # a window of types points alone (the README's call-by-call command): their table, no targets
+        alone = copy.deepcopy(data)
+        alone["benchmarks"] = [b for b in alone["benchmarks"] if b["run_name"].startswith("types/")]
+        text = section_text(window_of(alone))
+        self.assertIn("holds no measured decode point", text)
+        self.assertIn("1.50x (CV 4.0%) | 1.90x (CV 1.0%) | 30", text)
         failed = section_text(window_of(with_types(RAW, {}, {}, error="failed: out of memory")))
         self.assertIn("1 types point(s) measured nothing: " + TYPES_POINT + ": failed: out of memory", failed)
 
