@@ -31,7 +31,6 @@
 #include <oneapi/tbb/info.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -432,25 +431,19 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
   }
 }
 
-// A Google Benchmark boolean flag (--name or --name=value) read as Google Benchmark reads it: on
-// without a value; off for a one-character value that is not a letter or digit, or is 0, f, F, n
-// or N, and for false, no or off in any case.
-bool bool_flag_is_on(const char* arg) {
-  const char* value = std::strchr(arg, '=');
-  if (value == nullptr || value[1] == '\0') return true;
-  std::string v(value + 1);
-  if (v.size() == 1)
-    return std::isalnum(static_cast<unsigned char>(v[0])) && !std::strchr("0fFnN", v[0]);
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return v != "false" && v != "no" && v != "off";
-}
-
 }  // namespace
+
+// Google Benchmark's own flags as its Initialize parsed them (command line, or the BENCHMARK_*
+// environment variables): defined in libbenchmark 1.7.1, not declared by its public header.
+namespace benchmark {
+extern bool FLAGS_benchmark_list_tests;
+extern bool FLAGS_benchmark_enable_random_interleaving;
+}  // namespace benchmark
 
 int main(int argc, char** argv) {
   std::string preset_name = "quick";
   bool contenders_window = false, decode_window = false, scaling_window = false;
-  bool phases_window = false, constants_window = false, interleaved = false, listing = false;
+  bool phases_window = false, constants_window = false;
   int repetitions = 0;
   double min_time = 0;
   std::vector<char*> args;
@@ -467,12 +460,6 @@ int main(int argc, char** argv) {
       phases_window = true;
     } else if (std::strcmp(argv[i], "--constants") == 0) {
       constants_window = true;
-    } else if (std::strncmp(argv[i], "--benchmark_enable_random_interleaving", 38) == 0) {
-      interleaved = bool_flag_is_on(argv[i]);
-      args.push_back(argv[i]);
-    } else if (std::strncmp(argv[i], "--benchmark_list_tests", 22) == 0) {
-      listing = bool_flag_is_on(argv[i]);  // names only: the machine is not measured
-      args.push_back(argv[i]);
     } else if (std::strncmp(argv[i], "--benchmark_repetitions=", 24) == 0) {
       // The matrix and the scaling window set their points' own count: this overrides it.
       repetitions = std::atoi(argv[i] + 24);
@@ -493,6 +480,8 @@ int main(int argc, char** argv) {
   int count = static_cast<int>(args.size());
   benchmark::Initialize(&count, args.data());
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 2;
+  const bool interleaved = benchmark::FLAGS_benchmark_enable_random_interleaving;
+  const bool listing = benchmark::FLAGS_benchmark_list_tests;  // names only: nothing is measured
   const std::size_t all_threads = static_cast<std::size_t>(tbb::info::default_concurrency());
   attnbench::bench::add_run_context(
       preset_name, all_threads,

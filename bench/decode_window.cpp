@@ -166,8 +166,8 @@ void run_types(benchmark::State& state, const Kernel* kernel, Layout layout, std
       benchmark::DoNotOptimize(o.data());
       return std::chrono::duration<double>(clock::now() - a).count();
     };
-    for (std::size_t i = 0; i < kCount; ++i) call(i);  // warm-up: workspace, thread pool
-    std::vector<double> times[kCount], ratios[kCount];
+    for (std::size_t i = 0; i < kCount; ++i) call(i);   // warm-up: workspace, thread pool
+    std::vector<double> times[kCount], ratios[kCount];  // ratios[i]: f32 over type i, i > 0
     for (auto _ : state) {
       for (std::size_t i = 0; i < kCount; ++i) times[i].clear(), ratios[i].clear();
       double spent = 0;
@@ -179,7 +179,7 @@ void run_types(benchmark::State& state, const Kernel* kernel, Layout layout, std
           times[i].push_back(t[i]);
           spent += t[i];
         }
-        for (std::size_t i = 0; i < kCount; ++i) ratios[i].push_back(t[0] / t[i]);
+        for (std::size_t i = 1; i < kCount; ++i) ratios[i].push_back(t[0] / t[i]);
       }
       state.SetIterationTime(median(times[0]));
     }
@@ -189,7 +189,7 @@ void run_types(benchmark::State& state, const Kernel* kernel, Layout layout, std
       state.counters["gbs_" + type] = double(caches[i]->kv_bytes()) / median(times[i]) / 1e9;
       if (i > 0) state.counters["speedup_" + type] = median(ratios[i]);
     }
-    state.counters["rounds"] = double(ratios[0].size());
+    state.counters["rounds"] = double(times[0].size());
   } catch (const std::exception& e) {
     skip_all(state, std::string("failed: ") + e.what());
   }
