@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -136,21 +137,58 @@ void run_decode(benchmark::State& state, const Kernel* kernel, Layout layout, st
   }
 }
 
-// The three storage types against one another call by call: a round calls f32, f16 and bf16 once
-// each on their own caches (the order turning with the round), and each ratio is taken within a
-// round, milliseconds apart (the decode points' repetitions, interleaved at random, put two types'
-// sides seconds apart: over the Llama layer's points two runs gave 1.3x to 2.9x). And a cache keeps
-// the streaming speed its memory got when it was allocated (two caches of one type in one process
-// read up to 1.25x apart, round after round, on the Zen 5 guest), so each repetition allocates and
-// fills its own three caches: the spread of allocations shows in the repetitions' CV instead of
-// biasing the whole run (README, the decode study). The point's time is the median f32 call.
+// The storage types, as the types points call them by turns.
+constexpr KvType kTypes[] = {KvType::f32, KvType::f16, KvType::bf16};
+constexpr std::size_t kTypeCount = std::size(kTypes);
+
+// The three storage types against one another call by call: `call(i)` runs type kTypes[i] once and
+// returns its seconds. A round calls each type once (the order turning with the round), and each
+// ratio is taken within a round, milliseconds apart (the decode points' repetitions, interleaved at
+// random, put two types' sides seconds apart: over the Llama layer's points two runs gave 1.3x to
+// 2.9x). Each iteration of `state` runs at least `min_rounds` rounds and `seconds`; its time is the
+// median f32 call. Counters us_<type> and speedup_<type> (the median over rounds of the f32 call's
+// time over the type's within the round), rounds. Returns each type's median call, in seconds.
+template <class Call>
+std::array<double, kTypeCount> by_turns(benchmark::State& state, Call&& call, double seconds,
+                                        std::size_t min_rounds) {
+  for (std::size_t i = 0; i < kTypeCount; ++i) call(i);       // warm-up: workspace, thread pool
+  std::vector<double> times[kTypeCount], ratios[kTypeCount];  // ratios[i]: f32 over type i, i > 0
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < kTypeCount; ++i) times[i].clear(), ratios[i].clear();
+    double spent = 0;
+    for (std::size_t round = 0; round < min_rounds || spent < seconds; ++round) {
+      double t[kTypeCount];
+      for (std::size_t k = 0; k < kTypeCount; ++k) {
+        const std::size_t i = (k + round) % kTypeCount;
+        t[i] = call(i);
+        times[i].push_back(t[i]);
+        spent += t[i];
+      }
+      for (std::size_t i = 1; i < kTypeCount; ++i) ratios[i].push_back(t[0] / t[i]);
+    }
+    state.SetIterationTime(median(times[0]));
+  }
+  std::array<double, kTypeCount> medians{};
+  for (std::size_t i = 0; i < kTypeCount; ++i) {
+    medians[i] = median(times[i]);
+    const std::string type(to_string(kTypes[i]));
+    state.counters["us_" + type] = 1e6 * medians[i];
+    if (i > 0) state.counters["speedup_" + type] = median(ratios[i]);
+  }
+  state.counters["rounds"] = double(times[0].size());
+  return medians;
+}
+
+// Decode by turns (by_turns), plus gbs_<type>. A cache keeps the streaming speed its memory got
+// when it was allocated (two caches of one type in one process read up to 1.25x apart, round after
+// round, on the Zen 5 guest), so each repetition allocates and fills its own three caches: the
+// spread of allocations shows in the repetitions' CV instead of biasing the whole run (README, the
+// decode study).
 void run_types(benchmark::State& state, const Kernel* kernel, Layout layout, std::size_t rows,
                std::size_t kv_len, std::size_t threads, double seconds, std::size_t min_rounds) {
   try {
-    constexpr KvType kTypes[] = {KvType::f32, KvType::f16, KvType::bf16};
-    constexpr std::size_t kCount = std::size(kTypes);
-    std::unique_ptr<KvCache> caches[kCount];
-    for (std::size_t i = 0; i < kCount; ++i)
+    std::unique_ptr<KvCache> caches[kTypeCount];
+    for (std::size_t i = 0; i < kTypeCount; ++i)
       caches[i] = filled_cache(*kernel, layout, kTypes[i], kv_len, kv_len);
     const Shape shape{1, layout.q_heads, layout.kv_heads, rows, kv_len, kHeadDim};
     const std::vector<float>& q = random_tensor(shape.q_elements(), 20);
@@ -158,38 +196,20 @@ void run_types(benchmark::State& state, const Kernel* kernel, Layout layout, std
     Options options;
     options.threads = threads;
     Workspace ws;
-    using clock = std::chrono::steady_clock;
-    auto call = [&](std::size_t i) {
-      const auto a = clock::now();
-      attention(*kernel, shape, options,
-                Tensors{.q = q.data(), .o = o.data(), .kv_cache = caches[i].get()}, ws);
-      benchmark::DoNotOptimize(o.data());
-      return std::chrono::duration<double>(clock::now() - a).count();
-    };
-    for (std::size_t i = 0; i < kCount; ++i) call(i);   // warm-up: workspace, thread pool
-    std::vector<double> times[kCount], ratios[kCount];  // ratios[i]: f32 over type i, i > 0
-    for (auto _ : state) {
-      for (std::size_t i = 0; i < kCount; ++i) times[i].clear(), ratios[i].clear();
-      double spent = 0;
-      for (std::size_t round = 0; round < min_rounds || spent < seconds; ++round) {
-        double t[kCount];
-        for (std::size_t k = 0; k < kCount; ++k) {
-          const std::size_t i = (k + round) % kCount;
-          t[i] = call(i);
-          times[i].push_back(t[i]);
-          spent += t[i];
-        }
-        for (std::size_t i = 1; i < kCount; ++i) ratios[i].push_back(t[0] / t[i]);
-      }
-      state.SetIterationTime(median(times[0]));
+    const auto medians = by_turns(
+        state,
+        [&](std::size_t i) {
+          const auto a = std::chrono::steady_clock::now();
+          attention(*kernel, shape, options,
+                    Tensors{.q = q.data(), .o = o.data(), .kv_cache = caches[i].get()}, ws);
+          benchmark::DoNotOptimize(o.data());
+          return std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+        },
+        seconds, min_rounds);
+    for (std::size_t i = 0; i < kTypeCount; ++i) {
+      state.counters["gbs_" + std::string(to_string(kTypes[i]))] =
+          double(caches[i]->kv_bytes()) / medians[i] / 1e9;
     }
-    for (std::size_t i = 0; i < kCount; ++i) {
-      const std::string type(to_string(kTypes[i]));
-      state.counters["us_" + type] = 1e6 * median(times[i]);
-      state.counters["gbs_" + type] = double(caches[i]->kv_bytes()) / median(times[i]) / 1e9;
-      if (i > 0) state.counters["speedup_" + type] = median(ratios[i]);
-    }
-    state.counters["rounds"] = double(times[0].size());
   } catch (const std::exception& e) {
     skip_all(state, std::string("failed: ") + e.what());
   }
@@ -243,38 +263,78 @@ void run_generate(benchmark::State& state, const Kernel* kernel, Layout layout, 
   }
 }
 
+// The prefill's inputs, one head of n tokens, d = kHeadDim, and its call: fill the empty cache with
+// the n tokens (packing and converting them to its type), then causal attention of the n rows over
+// it. `pack_s` gets the fill's seconds; returns the whole call's.
+struct Prefill {
+  Shape shape;
+  const std::vector<float>& q = random_tensor(shape.q_elements(), 22);
+  const std::vector<float>& k = random_tensor(shape.kv_elements(), 23);
+  const std::vector<float>& v = random_tensor(shape.kv_elements(), 24);
+  std::vector<float> o = std::vector<float>(shape.q_elements());
+  Options options;
+  Workspace ws;
+
+  Prefill(std::size_t n, std::size_t threads) : shape{1, 1, 1, n, n, kHeadDim} {
+    options.causal = true;
+    options.threads = threads;
+  }
+
+  double call(const Kernel& kernel, KvCache& cache, double& pack_s) {
+    using clock = std::chrono::steady_clock;
+    const auto a = clock::now();
+    cache.clear();
+    cache.append(k.data(), v.data(), shape.kv_len, options.threads);
+    const auto b = clock::now();
+    attention(kernel, shape, options, Tensors{.q = q.data(), .o = o.data(), .kv_cache = &cache},
+              ws);
+    benchmark::DoNotOptimize(o.data());
+    pack_s += std::chrono::duration<double>(b - a).count();
+    return std::chrono::duration<double>(clock::now() - a).count();
+  }
+
+  // The causal scores' 4 d FLOPs a call counts.
+  double flops() const { return 4.0 * scored_pairs(shape, true) * double(kHeadDim); }
+};
+
 void run_prefill(benchmark::State& state, const Kernel* kernel, std::size_t n, KvType type,
                  std::size_t threads) {
   try {
     KvCache& cache = cache_for(*kernel, kHead, type, n, 0);
-    const Shape shape{1, 1, 1, n, n, kHeadDim};
-    const std::vector<float>& q = random_tensor(shape.q_elements(), 22);
-    const std::vector<float>& k = random_tensor(shape.kv_elements(), 23);
-    const std::vector<float>& v = random_tensor(shape.kv_elements(), 24);
-    std::vector<float> o(shape.q_elements());
-    Options options;
-    options.causal = true;
-    options.threads = threads;
-    const Tensors t{.q = q.data(), .o = o.data(), .kv_cache = &cache};
-    Workspace ws;
+    Prefill prefill(n, threads);
     double pack_s = 0;
-    auto once = [&] {
-      const auto a = std::chrono::steady_clock::now();
-      cache.clear();
-      cache.append(k.data(), v.data(), n, threads);
-      pack_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
-      attention(*kernel, shape, options, t, ws);
-      benchmark::DoNotOptimize(o.data());
-    };
-    once();  // warm-up
+    prefill.call(*kernel, cache, pack_s);  // warm-up
     pack_s = 0;
-    for (auto _ : state) once();
+    for (auto _ : state) prefill.call(*kernel, cache, pack_s);
     using benchmark::Counter;
-    const double flops = 4.0 * scored_pairs(shape, true) * double(kHeadDim);
-    state.counters["GFLOP/s"] = Counter(flops / 1e9, Counter::kIsIterationInvariantRate);
-    state.counters["pct_peak"] =
-        Counter(100.0 * flops / (g_peak->at(threads)), Counter::kIsIterationInvariantRate);
+    state.counters["GFLOP/s"] = Counter(prefill.flops() / 1e9, Counter::kIsIterationInvariantRate);
+    state.counters["pct_peak"] = Counter(100.0 * prefill.flops() / (g_peak->at(threads)),
+                                         Counter::kIsIterationInvariantRate);
     state.counters["pack_ms"] = 1e3 * pack_s / double(state.iterations());
+  } catch (const std::exception& e) {
+    skip_all(state, std::string("failed: ") + e.what());
+  }
+}
+
+// Prefill by turns (by_turns), plus gflops_<type>; each repetition allocates its own three caches,
+// as run_types does. Prefill is compute-bound, and its 16-bit types' target is a ratio of speeds
+// (issue 15: fp16 >= 0.9x fp32): the prefill points' repetitions, seconds apart, put it anywhere
+// from 0.74x to 1.47x in one run on the Zen 5 guest (README).
+void run_prefill_types(benchmark::State& state, const Kernel* kernel, std::size_t n,
+                       std::size_t threads, double seconds, std::size_t min_rounds) {
+  try {
+    std::unique_ptr<KvCache> caches[kTypeCount];
+    for (std::size_t i = 0; i < kTypeCount; ++i)
+      caches[i] = filled_cache(*kernel, kHead, kTypes[i], n, 0);
+    Prefill prefill(n, threads);
+    double pack_s = 0;
+    const auto medians = by_turns(
+        state, [&](std::size_t i) { return prefill.call(*kernel, *caches[i], pack_s); }, seconds,
+        min_rounds);
+    for (std::size_t i = 0; i < kTypeCount; ++i) {
+      state.counters["gflops_" + std::string(to_string(kTypes[i]))] =
+          prefill.flops() / medians[i] / 1e9;
+    }
   } catch (const std::exception& e) {
     skip_all(state, std::string("failed: ") + e.what());
   }
@@ -303,7 +363,6 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
   if (preset.every_isa && avx2->available() && kernels[0] != avx2) kernels.push_back(avx2);
   std::vector<std::size_t> thread_counts{1};
   if (all_threads > 1) thread_counts.push_back(all_threads);
-  const KvType types[] = {KvType::f32, KvType::f16, KvType::bf16};
   // Predictions for the progress line: 10 GB/s of K/V, 50 GFLOP/s a thread.
   auto add = [&](benchmark::internal::Benchmark* b, const std::string& name, double call,
                  bool manual_time = false) {
@@ -340,7 +399,20 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
             true);
       }
     }
-    for (KvType type : types) {
+    for (std::size_t t : thread_counts) {
+      const std::string name = "types/" + kname + "/prefill:" + std::to_string(preset.prefill_len) +
+                               "/d:128/threads:" + std::to_string(t);
+      auto* b =
+          benchmark::RegisterBenchmark(name.c_str(), run_prefill_types, kernel, preset.prefill_len,
+                                       t, preset.types_seconds, preset.types_rounds);
+      b->Iterations(1)->UseManualTime();
+      const double n = double(preset.prefill_len);
+      const double call = 2.0 * n * n * double(kHeadDim) / (50e9 * double(t));
+      add(b, name,
+          std::max(preset.types_seconds, 3.0 * call * double(preset.types_rounds)) + 3.0 * call,
+          true);
+    }
+    for (KvType type : kTypes) {
       const std::string tname(to_string(type));
       for (std::size_t t : thread_counts) {
         const std::string suffix = "/type:" + tname + "/threads:" + std::to_string(t);

@@ -1,6 +1,6 @@
 // The benchmark's decode window (attnbench_bench --decode): attention as inference engines run
 // it, against a persistent KvCache in each storage type, next to the machine's measured triad
-// bandwidth. Three families, registered with Google Benchmark:
+// bandwidth. Its families, registered with Google Benchmark:
 //   decode/<kernel>/layout:<head|llama>/rows:R/kv:N/type:T/threads:t
 //       R query rows per query head against N cached tokens; counters kv_bytes (K and V bytes
 //       one call reads), GB/s, pct_triad (of the triad at t threads), call_us, token_us.
@@ -15,6 +15,9 @@
 //       filled anew for each repetition), the ratios taken within a round: speedup_f16 and
 //       speedup_bf16 (median over rounds of the f32 call's time over the type's), us_<type> and
 //       gbs_<type> (median call), rounds; the point's time is the median f32 call.
+//   types/<kernel>/prefill:N/d:128/threads:t
+//       the prefill above in f32, f16 and bf16 by turns, as the decode types points: speedup_f16,
+//       speedup_bf16, us_<type>, gflops_<type>, rounds.
 //   triad/threads:t
 //       the STREAM triad (ceilings.hpp) as a point of the window, GB/s: interleaved with the
 //       others, the bandwidth their share of the triad is read against (the report does).

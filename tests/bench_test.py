@@ -206,10 +206,26 @@ for b in medians:
     check("GFLOP/s from the call times", all(abs(b[g] * b[t] * 1e6 / flops - 1) < 0.1
                                              for g, t in (("gflops_1", "ms_1"), ("gflops_T", "ms_T"))), str(b))
 
-# The decode window's types points: f32, f16 and bf16 called by turns on the llama layout's decode.
-data, medians = run_window("decode", "^types/.*/kv:4096/")
+# The decode window's types points: f32, f16 and bf16 called by turns on the llama layout's decode,
+# and on the prefill (one run of the window for both).
+data, both = run_window("decode", "^types/.*/(kv:4096|prefill:1024)/")
 threads = int(data["context"]["threads_all"])
+medians = [b for b in both if "/kv:" in b["run_name"]]
+prefills = [b for b in both if "/prefill:" in b["run_name"]]
 check("a types point per thread count", len(medians) == (2 if threads > 1 else 1), str([b["name"] for b in medians]))
+check("a prefill types point per thread count", len(prefills) == len(medians) == len(both) / 2,
+      str([b["name"] for b in both]))
+for b in prefills:
+    check("prefill types point name", re.match(r"types/tiled/simd/\w+/prefill:1024/d:128/threads:\d+/", b["run_name"]),
+          b["run_name"])
+    check("at least 5 rounds", b["rounds"] >= 5, str(b))
+    check("its time is the f32 call's", abs(b["real_time"] / b["us_f32"] - 1) < 1e-6 and b["time_unit"] == "us", str(b))
+    flops = 4 * 128 * 1024 * 1025 / 2  # the causal scores' pairs, 4 d FLOPs each
+    for t in ("f32", "f16", "bf16"):
+        check(f"prefill {t} GFLOP/s from its call time", abs(b[f"gflops_{t}"] * b[f"us_{t}"] * 1e3 / flops - 1) < 1e-6,
+              str(b))
+    for t in ("f16", "bf16"):  # the median of the rounds' ratios, near the ratio of the medians
+        check(f"prefill {t} speedup", 0.8 < b[f"speedup_{t}"] / (b["us_f32"] / b[f"us_{t}"]) < 1.25, str(b))
 for b in medians:
     check("types point name", re.match(r"types/tiled/simd/\w+/layout:llama/rows:1/kv:4096/threads:\d+/", b["run_name"]),
           b["run_name"])

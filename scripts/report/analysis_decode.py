@@ -374,15 +374,23 @@ def types_point(window: DecodeWindow, row: Row):
                  == (row.kernel, row.layout, row.rows, row.kv, row.threads)), None)
 
 
+def prefill_types(window: DecodeWindow, kernel_name: str) -> list:
+    """The window's measured prefill types points (the storage types' prefill called by turns) of a kernel,
+    by n and threads (d is the window's HEAD_DIM)."""
+    return sorted((p for p in window.prefill_types if not p.error and p.kernel == kernel_name),
+                  key=lambda p: (p.rows, p.threads))
+
+
 @dataclass(frozen=True)
 class Target:
     """One of issue 15's targets at one point: what was measured against what is wanted."""
 
-    point: DecodePoint  # the point measured (the 16-bit one of a speedup or a prefill ratio)
+    point: DecodePoint  # the point measured (the 16-bit one of a speedup or a prefill ratio; a prefill's
+    # TypesPoint when read call by call)
     measured: float  # % of the triad, or a ratio
     wanted: float
     noise: float  # the CV of the time (the larger of the two for a ratio; of the ratio, call by call)
-    call_by_call: bool = False  # a speedup from the window's types point (both sides in one round)
+    call_by_call: bool = False  # a ratio from the window's types point (both sides in one round)
 
     @property
     def met(self) -> bool:
@@ -407,11 +415,17 @@ def targets(window: DecodeWindow) -> dict:
                                                  alternated.noise(t), call_by_call=True))
                 elif "f32" in row.points:
                     out["speedup"].append(Target(row.points[t], row.speedup(t), TARGET_SPEEDUP, row.noise(t)))
+    # prefill: the types point (f32 and f16 called by turns) where the window has one, else the prefill points
+    alternated = {p.threads: p for p in prefill_types(window, name)
+                  if p.rows == TARGET_PREFILL_N and math.isfinite(p.speedup("f16"))}
     for pre in prefills(window):
         if (pre.kernel, pre.n, pre.d) == (name, TARGET_PREFILL_N, TARGET_PREFILL_D) and "f16" in pre.points:
-            if "f32" in pre.points:
+            if "f32" in pre.points and pre.threads not in alternated:
                 out["prefill"].append(Target(pre.points["f16"], pre.ratio("f16"), TARGET_PREFILL_RATIO,
                                              pre.noise("f16")))
+    out["prefill"] += [Target(p, p.speedup("f16"), TARGET_PREFILL_RATIO, p.noise("f16"), call_by_call=True)
+                       for p in alternated.values()]
+    out["prefill"].sort(key=lambda t: t.point.threads)
     return out
 
 

@@ -6,7 +6,8 @@ module is the only code that splits the decode window's names into columns:
     generate/<kernel>/layout:llama/start:N/tokens:G/type:T/threads:t
     prefill/<kernel>/n:N/d:128/type:T/threads:t
     triad/threads:t   (the STREAM triad measured among the points, GB/s)
-    types/<kernel>/layout:llama/rows:R/kv:N/threads:t   (the three types called by turns: TypesPoint)
+    types/<kernel>/layout:llama/rows:R/kv:N/threads:t   (the three types' decode called by turns: TypesPoint)
+    types/<kernel>/prefill:N/d:128/threads:t            (the three types' prefill called by turns: TypesPoint)
 
 then Google Benchmark's suffixes (`/min_time:0.050`, `/iterations:1`, `/repeats:3`, `/real_time` or
 `/manual_time`) and, for an aggregate, `_mean`, `_median`, `_stddev` or `_cv`. A point's median and CV
@@ -147,16 +148,19 @@ def _point(name: str, entries: list) -> DecodePoint:
 
 # The types points' counters: each type's median call and GB/s, the 16-bit types' speedups over f32
 # (the median over rounds of the ratio within a round), and the rounds.
-TYPES_COUNTERS = tuple(f"{m}_{t}" for m in ("us", "gbs") for t in TYPES) + tuple(
+TYPES_COUNTERS = tuple(f"{m}_{t}" for m in ("us", "gbs", "gflops") for t in TYPES) + tuple(
     f"speedup_{t}" for t in TYPES[1:]) + ("rounds",)
 
 
 @dataclass(frozen=True)
 class TypesPoint:
-    """A types point: the storage types called by turns on one decode shape. `median` and `cv` map
-    TYPES_COUNTERS to values; `error` is the failure message of a point that measured nothing."""
+    """A types point: the storage types called by turns on one decode or prefill shape (a prefill is
+    one head of `rows` = `kv` = n tokens). `median` and `cv` map TYPES_COUNTERS to values (gbs_<type>
+    for decode, gflops_<type> for prefill); `error` is the failure message of a point that measured
+    nothing."""
 
     name: str
+    family: str  # "decode" or "prefill"
     kernel: str
     layout: str
     rows: int
@@ -178,12 +182,19 @@ class TypesPoint:
 def _types_point(name: str, entries: list) -> TypesPoint:
     _, _, rest = _AGGREGATE_SUFFIX.sub("", name).partition("/")
     kernel_parts, args = loader.split_name(rest)
-    missing = [key for key in ("layout", "rows", "kv", "threads") if key not in args]
-    if len(kernel_parts) < 2 or missing or args["layout"] not in LAYOUTS:
+    family = "prefill" if "prefill" in args else "decode"
+    need = ("prefill", "d", "threads") if family == "prefill" else ("layout", "rows", "kv", "threads")
+    missing = [key for key in need if key not in args]
+    if len(kernel_parts) < 2 or missing or (family == "decode" and args["layout"] not in LAYOUTS):
         raise ValueError(f"benchmark name {name!r}: expected types/<kernel>/layout:<{'|'.join(LAYOUTS)}>/rows:R/"
-                         f"kv:N/threads:t" + (f"; missing {', '.join(missing)}" if missing else ""))
+                         f"kv:N/threads:t or types/<kernel>/prefill:N/d:D/threads:t"
+                         + (f"; missing {', '.join(missing)}" if missing else ""))
     median, cv, count, error = _medians(entries, TYPES_COUNTERS)
-    return TypesPoint(name, "/".join(kernel_parts), args["layout"], int(args["rows"]), int(args["kv"]),
+    if family == "prefill":
+        n = int(args["prefill"])
+        return TypesPoint(name, family, "/".join(kernel_parts), "head", n, n, int(args["threads"]), count, median, cv,
+                          error)
+    return TypesPoint(name, family, "/".join(kernel_parts), args["layout"], int(args["rows"]), int(args["kv"]),
                       int(args["threads"]), count, median, cv, error)
 
 
@@ -195,7 +206,8 @@ class DecodeWindow:
     path: Path
     run: loader.Run
     table: loader.Table
-    types: list = field(default_factory=list)  # TypesPoint, in the JSON's order
+    types: list = field(default_factory=list)  # TypesPoint of decode, in the JSON's order
+    prefill_types: list = field(default_factory=list)  # TypesPoint of prefill, in the JSON's order
 
     @property
     def context(self) -> dict:
@@ -226,7 +238,8 @@ def load_file(path: Path, index: int = 0, label: str = "") -> DecodeWindow:
             run.context[key + "_before"] = run.context[key]
         run.context[key] = str(gbs)
     points = [_against_triad(p, interleaved) for p in points]
-    return DecodeWindow(path, run, loader.Table(points, [run]), types_points)
+    return DecodeWindow(path, run, loader.Table(points, [run]), [p for p in types_points if p.family == "decode"],
+                        [p for p in types_points if p.family == "prefill"])
 
 
 def _triads(groups: dict) -> dict:

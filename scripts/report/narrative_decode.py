@@ -13,7 +13,7 @@ import analysis_decode as ad
 import formatting as fmt
 from document import Bullets, Document, Paragraph, Table
 from loader import kernel_sort_key
-from loader_decode import TYPES
+from loader_decode import HEAD_DIM, TYPES
 
 TITLE = "Decoding against a KV cache"
 FIGURES = ("fig11_decode_time_per_token", "fig12_decode_bandwidth")
@@ -90,6 +90,7 @@ def section(doc: Document, window, figures: dict) -> None:
                         "there is nothing to read against the bandwidth, and issue 15's targets, which need them, "
                         "cannot be read."))
         _call_by_call(s, window)
+        _prefill_by_turns(s, window)
         return
     name = ad.kernel(window)
     _intro(s, window, name)
@@ -413,6 +414,41 @@ def _generation(s, window, name: str) -> None:
 
 
 def _prefill(s, window, name: str) -> None:
+    _prefill_points(s, window, name)
+    _prefill_by_turns(s, window)
+
+
+def _prefill_by_turns(s, window) -> None:
+    """The prefill types points: each 16-bit type's prefill speed over fp32's, both called in one round."""
+    measured = sorted((p for p in window.prefill_types if not p.error),
+                      key=lambda p: (kernel_sort_key(p.kernel), p.rows, p.threads))
+    failed = [p for p in window.prefill_types if p.error]
+    failures = (f" {len(failed)} prefill types point(s) measured nothing: "
+                + "; ".join(f"{p.name}: {p.error}" for p in failed) if failed else "")
+    if not measured:
+        if failed:
+            s.add(Paragraph("Prefill, the storage types called by turns (`types/.../prefill:N` points):" + failures))
+        return
+    body = []
+    for p in measured:
+        cells = [fmt.code(p.kernel), fmt.count(p.rows), str(p.threads)]
+        cells += [f"{fmt.ms(p.median.get(f'us_{t}', math.nan) / 1e3)} · "
+                  f"{fmt.sig(p.median.get(f'gflops_{t}', math.nan))}" for t in TYPES]
+        cells += [f"{fmt.ratio(p.speedup(t))} (CV {fmt.pct(100 * p.noise(t), 1)})" for t in ad.SIXTEEN_BIT]
+        rounds = p.median.get("rounds", math.nan)
+        cells.append(fmt.count(rounds) if math.isfinite(rounds) else "n/a")
+        body.append(cells)
+    header = ["kernel", "n", "threads"] + [f"{TYPE_NAMES[t]}: time · GFLOP/s" for t in TYPES]
+    header += [f"{TYPE_NAMES[t]} over fp32" for t in ad.SIXTEEN_BIT] + ["rounds"]
+    s.add(Table(header, body, align="lrr" + "r" * (len(header) - 3),
+                caption="Prefill, the storage types called by turns (`types/.../prefill:N` points, d = "
+                f"{HEAD_DIM}): each round fills each type's own empty cache and runs the causal prefill once, "
+                "fp32, fp16 and bf16 by turns, and a ratio is the median over rounds of fp32's time over the "
+                "type's within a round; CV over the repetitions. Where the window has one, the prefill target "
+                "below reads it instead of the prefill points' medians." + failures))
+
+
+def _prefill_points(s, window, name: str) -> None:
     pres = ad.prefills(window)
     if not pres:
         return
@@ -480,8 +516,8 @@ def _targets(s, window, name: str) -> None:
             f"{fmt.ratio(ad.TARGET_PREFILL_RATIO)} the fp32 GFLOP/s: ")
     if targets["prefill"]:
         items.append(head + _verdict(targets["prefill"]) + " (" + "; ".join(
-            f"{_threads(window, t.point.threads)}: {fmt.ratio(t.measured)}" + _short(t) for t in targets["prefill"])
-            + ").")
+            f"{_threads(window, t.point.threads)}: {fmt.ratio(t.measured)}" + (" call by call" if t.call_by_call else "")
+            + _short(t) for t in targets["prefill"]) + ").")
     else:
         have = [pre for pre in ad.prefills(window) if pre.kernel == name]
         items.append(head + "cannot be read from this run, which has no such prefill point" + (

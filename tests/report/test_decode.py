@@ -128,6 +128,21 @@ class Loader(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"decode\.json: benchmark name 'types/tiled/simd/rows:1'.*missing"):
             window_of(broken)
 
+    def test_prefill_types_points_are_read_apart_from_the_decode_types(self):
+        window = window_of(with_types(RAW, {"f16": 0.95, "bf16": 0.88}, {"f16": 0.03, "bf16": 0.02},
+                                      point=PREFILL_TYPES.format(2)))
+        self.assertEqual((len(window.table), window.types), (len(self.window.table), []))
+        [p] = window.prefill_types
+        self.assertEqual((p.family, p.kernel, p.layout, p.rows, p.kv, p.threads, p.repetitions, p.error),
+                         ("prefill", "tiled/simd/avx512f", "head", 4096, 4096, 2, 3, ""))
+        self.assertEqual((p.speedup("f16"), p.noise("f16"), p.speedup("bf16")), (0.95, 0.03, 0.88))
+        self.assertAlmostEqual(p.median["gflops_f32"], 4 * 128 * 4096 * 4097 / 2 / 2e6)
+        broken = copy.deepcopy(RAW)
+        broken["benchmarks"].append(dict(RAW["benchmarks"][0], name="types/tiled/simd/prefill:64/threads:1_median",
+                                         run_name="types/tiled/simd/prefill:64/threads:1"))
+        with self.assertRaisesRegex(ValueError, r"benchmark name 'types/tiled/simd/prefill:64/threads:1'.*missing d"):
+            window_of(broken)
+
     def test_absent_next_to_a_run(self):
         run = loader.load([support.FIXTURE]).runs[0]
         self.assertIsNone(ld.load_next_to(run))
@@ -151,26 +166,38 @@ LLAMA = "decode/tiled/simd/avx512f/layout:llama/rows:1/kv:16384/type:{}/threads:
 TYPES_POINT = "types/tiled/simd/avx512f/layout:llama/rows:1/kv:16384/threads:2/iterations:1/repeats:3/manual_time"
 
 
-def with_types(data: dict, speedups: dict, cvs: dict, error: str = "") -> dict:
-    """The data with a types point (as the decode window writes it: median and cv aggregates) at the llama
-    layout's rows:1, kv 16384 on 2 threads; `speedups` and `cvs` per 16-bit type. With `error`, its
-    repetitions instead, each failed with that message."""
+def with_types(data: dict, speedups: dict, cvs: dict, error: str = "", point: str = TYPES_POINT) -> dict:
+    """The data with a types point (as the decode window writes it: median and cv aggregates) named
+    `point`, by default at the llama layout's rows:1, kv 16384 on 2 threads; `speedups` and `cvs` per
+    16-bit type. With `error`, its repetitions instead, each failed with that message."""
     data = copy.deepcopy(data)
     if error:
-        data["benchmarks"] += [{"name": TYPES_POINT, "run_name": TYPES_POINT, "run_type": "iteration",
+        data["benchmarks"] += [{"name": point, "run_name": point, "run_type": "iteration",
                                 "repetitions": 3, "error_occurred": True, "error_message": error}] * 3
         return data
+    prefill = "/prefill:" in point
     for aggregate in ("median", "cv"):
-        entry = {"name": f"{TYPES_POINT}_{aggregate}", "run_name": TYPES_POINT, "run_type": "aggregate",
+        entry = {"name": f"{point}_{aggregate}", "run_name": point, "run_type": "aggregate",
                  "repetitions": 3, "aggregate_name": aggregate, "real_time": 2000.0 if aggregate == "median" else 0.02,
                  "time_unit": "us", "rounds": 30.0 if aggregate == "median" else 0.0}
         for t, us in (("f32", 2000.0), ("f16", 1000.0), ("bf16", 1100.0)):
             entry[f"us_{t}"] = us if aggregate == "median" else 0.02
-            entry[f"gbs_{t}"] = 134.2e6 * ld.TYPE_BYTES[t] / 4 / us / 1e3 if aggregate == "median" else 0.02
+            if prefill:  # a causal prefill of n = 4096, d = 128: 4 d FLOPs per pair scored
+                entry[f"gflops_{t}"] = 4 * 128 * 4096 * 4097 / 2 / us / 1e3 if aggregate == "median" else 0.02
+            else:
+                entry[f"gbs_{t}"] = 134.2e6 * ld.TYPE_BYTES[t] / 4 / us / 1e3 if aggregate == "median" else 0.02
         for t in ("f16", "bf16"):
             entry[f"speedup_{t}"] = speedups[t] if aggregate == "median" else cvs[t]
         data["benchmarks"].append(entry)
     return data
+
+
+def types_alone(data: dict) -> dict:
+    """The data with its types points alone (as the README's call-by-call commands write it)."""
+    return dict(data, benchmarks=[b for b in data["benchmarks"] if b["run_name"].startswith("types/")])
+
+
+PREFILL_TYPES = "types/tiled/simd/avx512f/prefill:4096/d:128/threads:{}/iterations:1/repeats:3/manual_time"
 
 
 class Analysis(unittest.TestCase):
@@ -272,6 +299,26 @@ class Analysis(unittest.TestCase):
         self.assertFalse(any(t.call_by_call for t in failed["speedup"]))
 
 
+    def test_the_prefill_target_reads_the_prefill_types_point_where_there_is_one(self):
+        data = with_types(altered(prefill_n=4096), {"f16": 0.95, "bf16": 0.88}, {"f16": 0.03, "bf16": 0.02},
+                          point=PREFILL_TYPES.format(2))
+        targets = ad.targets(window_of(data))["prefill"]
+        self.assertEqual([(t.point.threads, round(t.measured, 3), t.noise, t.met, t.call_by_call) for t in targets],
+                         [(1, 0.511, targets[0].noise, False, False), (2, 0.95, 0.03, True, True)])
+        # without the prefill points, the types point alone gives the target
+        alone = copy.deepcopy(data)
+        alone["benchmarks"] = [b for b in alone["benchmarks"] if not b["run_name"].startswith("prefill/")]
+        self.assertEqual([(t.point.threads, t.measured, t.call_by_call) for t in ad.targets(window_of(alone))["prefill"]],
+                         [(2, 0.95, True)])
+        # a types point of another n, or of another kernel, is not the target's
+        other = with_types(altered(prefill_n=4096), {"f16": 0.95, "bf16": 0.88}, {"f16": 0.03, "bf16": 0.02},
+                           point=PREFILL_TYPES.format(2).replace("prefill:4096", "prefill:1024"))
+        self.assertFalse(any(t.call_by_call for t in ad.targets(window_of(other))["prefill"]))
+        other = with_types(altered(prefill_n=4096), {"f16": 0.95, "bf16": 0.88}, {"f16": 0.03, "bf16": 0.02},
+                           point=PREFILL_TYPES.format(2).replace("avx512f", "avx2"))
+        self.assertFalse(any(t.call_by_call for t in ad.targets(window_of(other))["prefill"]))
+
+
 def section_text(window) -> str:
     """The section's text built alone (no figures): its paragraphs, bullets and table cells."""
     doc = Document("t", "s")
@@ -343,13 +390,27 @@ class Report(unittest.TestCase):
         summary = narrative_decode.summary_item(window_of(data))
         self.assertIn("called by turns, fp16 1.50x and bf16 1.90x over 1 `types/` points", summary)
         # a window of types points alone (the README's call-by-call command): their table, no targets
-        alone = copy.deepcopy(data)
-        alone["benchmarks"] = [b for b in alone["benchmarks"] if b["run_name"].startswith("types/")]
-        text = section_text(window_of(alone))
+        text = section_text(window_of(types_alone(data)))
         self.assertIn("holds no measured decode point", text)
         self.assertIn("1.50x (CV 4.0%) | 1.90x (CV 1.0%) | 30", text)
         failed = section_text(window_of(with_types(RAW, {}, {}, error="failed: out of memory")))
         self.assertIn("1 types point(s) measured nothing: " + TYPES_POINT + ": failed: out of memory", failed)
+
+    def test_the_prefill_types_table_and_its_target_call_by_call(self):
+        data = with_types(altered(prefill_n=4096), {"f16": 0.95, "bf16": 0.88}, {"f16": 0.03, "bf16": 0.02},
+                          point=PREFILL_TYPES.format(2))
+        text = section_text(window_of(data))
+        self.assertIn("Prefill, the storage types called by turns", text)
+        self.assertIn("`tiled/simd/avx512f` | 4,096 | 2 | 2.00 ms · 2,150 | 1.00 ms · 4,300 | 1.10 ms · 3,910 | "
+                      "0.950x (CV 3.0%) | 0.880x (CV 2.0%) | 30", text)
+        self.assertIn("fp16 ≥ 0.900x the fp32 GFLOP/s: not met (1 of 2 points) (1 thread: 0.511x; "
+                      "2 threads (all): 0.950x call by call)", text)
+        self.assertNotIn("Prefill, the storage types called by turns", section_text(self.window))
+        self.assertIn("0.950x (CV 3.0%) | 0.880x (CV 2.0%) | 30", section_text(window_of(types_alone(data))))
+        failed = section_text(window_of(with_types(RAW, {}, {}, error="failed: out of memory",
+                                                   point=PREFILL_TYPES.format(1))))
+        self.assertIn("1 prefill types point(s) measured nothing: " + PREFILL_TYPES.format(1) + ": failed: out of memory",
+                      failed)
 
     def test_a_second_kernel_and_more_start_lengths(self):
         """As the full preset writes them: `tiled/simd/avx2` by name beside the dispatched kernel, and the
