@@ -117,6 +117,21 @@ def pct_peak(run, p: DecodePoint) -> float:
     return 100.0 * gflops(p) / peak if peak else math.nan
 
 
+def roofline_us(run, p: DecodePoint) -> float:
+    """The least time the roofline allows a point's call: its K/V bytes at the triad or its FLOPs at the
+    FMA peak of its thread count, whichever takes longer (NaN without both ceilings)."""
+    triad, peak = run.triad_gbs(p.threads), run.fma_peak_gflops(p.threads)
+    if not triad or not peak:
+        return math.nan
+    return max(p.value("kv_bytes") / (triad * 1e3), flops(p) / (peak * 1e3))
+
+
+def roofline_pct_triad(run, p: DecodePoint) -> float:
+    """The largest share of the triad the roofline lets a point read its K/V at: 100% unless its FLOPs at
+    the FMA peak take longer than its bytes at the triad."""
+    return 100.0 * p.value("kv_bytes") / roofline_us(run, p) / (run.triad_gbs(p.threads) or math.nan) / 1e3
+
+
 @dataclass(frozen=True)
 class Row:
     """One decode point (kernel, layout, rows, kv, threads) in every storage type it was measured in."""
@@ -391,10 +406,16 @@ class Target:
     wanted: float
     noise: float  # the CV of the time (the larger of the two for a ratio; of the ratio, call by call)
     call_by_call: bool = False  # a ratio from the window's types point (both sides in one round)
+    bound: float = math.nan  # the most the roofline allows the measure at this point (NaN: not computed)
 
     @property
     def met(self) -> bool:
         return self.measured >= self.wanted
+
+    @property
+    def beyond_roofline(self) -> bool:
+        """The target asks more than the roofline (triad and FMA peak) allows at this point."""
+        return self.bound < self.wanted
 
 
 def targets(window: DecodeWindow) -> dict:
@@ -403,18 +424,22 @@ def targets(window: DecodeWindow) -> dict:
     name, t_all = kernel(window), threads_all(window)
     run = window.run
     beyond = [p for p in decode(window).where(kernel=name, threads=t_all) if point_tier(run, p) == "beyond L3"]
-    out = {"bandwidth": [Target(p, p.value("pct_triad"), TARGET_PCT_TRIAD, p.cv.get("time_us", math.nan))
+    out = {"bandwidth": [Target(p, p.value("pct_triad"), TARGET_PCT_TRIAD, p.cv.get("time_us", math.nan),
+                                bound=roofline_pct_triad(run, p))
                          for p in sorted(beyond, key=lambda p: (_order(p), TYPES.index(p.dtype)))],
            "speedup": [], "prefill": []}
     for row in rows(window, name):
         for t in SIXTEEN_BIT:  # both points beyond the L3: the 16-bit one's bytes, half the fp32's
             if row.threads == t_all and t in row.points and point_tier(run, row.points[t]) == "beyond L3":
+                bound = (roofline_us(run, row.points["f32"]) / roofline_us(run, row.points[t])
+                         if "f32" in row.points else math.nan)
                 alternated = types_point(window, row)
                 if alternated is not None and math.isfinite(alternated.speedup(t)):
                     out["speedup"].append(Target(row.points[t], alternated.speedup(t), TARGET_SPEEDUP,
-                                                 alternated.noise(t), call_by_call=True))
+                                                 alternated.noise(t), call_by_call=True, bound=bound))
                 elif "f32" in row.points:
-                    out["speedup"].append(Target(row.points[t], row.speedup(t), TARGET_SPEEDUP, row.noise(t)))
+                    out["speedup"].append(Target(row.points[t], row.speedup(t), TARGET_SPEEDUP, row.noise(t),
+                                                 bound=bound))
     # prefill: the types point (f32 and f16 called by turns) where the window has one, else the prefill points
     alternated = {p.threads: p for p in prefill_types(window, name)
                   if p.rows == TARGET_PREFILL_N and math.isfinite(p.speedup("f16"))}

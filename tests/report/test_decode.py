@@ -286,6 +286,36 @@ class Analysis(unittest.TestCase):
                          [(1, 0.511, False), (2, 0.388, False)])
         self.assertFalse(any(t.call_by_call for t in targets["speedup"]))
 
+    def test_roofline_bounds_from_the_run_ceilings(self):
+        """Each target's bound recomputed from the context's triad and FMA peak on 2 threads and the points'
+        shapes: a call takes at least max(bytes / triad, FLOPs / peak)."""
+        data = altered(l3_bytes=32 * 2 ** 20)
+        targets = ad.targets(window_of(data))
+        triad = float(data["context"]["triad_gbs_threads_2"]) * 1e9
+        peak = float(data["context"]["fma_peak_gflops_threads_2"]) * 1e9
+
+        def least(rows, dtype):  # the llama layout at kv 16384 on 2 threads: 32 query heads, 8 K/V heads
+            flops = 4.0 * 128 * 32 * rows * 16384
+            kv_bytes = 8 * 16384 * 128 * 2 * ld.TYPE_BYTES[dtype]
+            return max(kv_bytes / triad, flops / peak), kv_bytes
+
+        for t in targets["bandwidth"]:
+            seconds, kv_bytes = least(t.point.rows, t.point.dtype)
+            self.assertAlmostEqual(t.bound, 100 * kv_bytes / seconds / triad, places=6)
+        for t in targets["speedup"]:
+            self.assertAlmostEqual(t.bound, least(t.point.rows, "f32")[0] / least(t.point.rows, t.point.dtype)[0])
+        # here (13.1 FLOPs per byte): rows:4's 16-bit points (16 FLOPs per byte) gain at most 1.63x at the
+        # roofline, short of 1.7x; every rows:1 bound is 2x, and every bandwidth bound at least 75%
+        beyond = [(t.point.rows, t.point.dtype, round(t.bound, 2)) for t in targets["speedup"] if t.beyond_roofline]
+        self.assertEqual(beyond, [(4, "f16", 1.63), (4, "bf16", 1.63)])
+        self.assertEqual({round(t.bound, 6) for t in targets["speedup"] if t.point.rows == 1}, {2.0})
+        self.assertFalse(any(t.beyond_roofline for t in targets["bandwidth"]))
+        # with half the FMA peak the balance falls to 6.5: rows:4's 16-bit reads reach at most 41% of the triad
+        data["context"]["fma_peak_gflops_threads_2"] = str(peak / 2e9)
+        bandwidth = ad.targets(window_of(data))["bandwidth"]
+        self.assertEqual([(t.point.rows, t.point.dtype, round(t.bound)) for t in bandwidth if t.beyond_roofline],
+                         [(4, "f16", 41), (4, "bf16", 41)])
+
     def test_the_speedup_target_reads_the_types_point_where_there_is_one(self):
         data = with_types(altered(l3_bytes=32 * 2 ** 20), {"f16": 1.5, "bf16": 1.9}, {"f16": 0.04, "bf16": 0.01})
         speedups = {(t.point.rows, t.point.dtype): (t.measured, t.noise, t.met, t.call_by_call)
@@ -374,7 +404,8 @@ class Report(unittest.TestCase):
         text = section_text(window_of(altered(l3_bytes=32 * 2 ** 20, prefill_n=4096)))
         self.assertNotIn("cannot be read", text)
         self.assertIn("decode reads K/V at ≥ 75% of the triad: not met (0 of 6 points)", text)
-        self.assertIn("as fast as fp32: not met (2 of 4 points) (llama, rows:1, kv 16,384, fp16, 2 threads (all): "
+        self.assertIn("as fast as fp32: not met (2 of 4 points; at 2 of the other 2 the target lies beyond the roofline) "
+                      "(llama, rows:1, kv 16,384, fp16, 2 threads (all): "
                       "2.07x", text)
         self.assertIn("fp16 ≥ 0.900x the fp32 GFLOP/s: not met (0 of 2 points) (1 thread: 0.511x", text)
 
@@ -384,7 +415,8 @@ class Report(unittest.TestCase):
         self.assertIn("The storage types called by turns", text)
         self.assertIn("llama | 1 | 16,384 | 2 | 2,000 µs · 67.1 GB/s | 1,000 µs · 67.1 GB/s | "
                       "1,100 µs · 61.0 GB/s | 1.50x (CV 4.0%) | 1.90x (CV 1.0%) | 30", text)
-        self.assertIn("as fast as fp32: not met (1 of 4 points) (llama, rows:1, kv 16,384, fp16, 2 threads (all): "
+        self.assertIn("as fast as fp32: not met (1 of 4 points; at 2 of the other 3 the target lies beyond the roofline) "
+                      "(llama, rows:1, kv 16,384, fp16, 2 threads (all): "
                       "1.50x call by call", text)
         self.assertNotIn("called by turns", section_text(self.window))
         summary = narrative_decode.summary_item(window_of(data))
@@ -395,6 +427,17 @@ class Report(unittest.TestCase):
         self.assertIn("1.50x (CV 4.0%) | 1.90x (CV 1.0%) | 30", text)
         failed = section_text(window_of(with_types(RAW, {}, {}, error="failed: out of memory")))
         self.assertIn("1 types point(s) measured nothing: " + TYPES_POINT + ": failed: out of memory", failed)
+
+    def test_the_roofline_paragraph_names_the_targets_beyond_it(self):
+        text = section_text(window_of(altered(l3_bytes=32 * 2 ** 20)))
+        self.assertIn("llama, rows:4, kv 16,384, fp16, 2 threads (all): 1.22x, both sides at the roofline give 1.63x",
+                      text)
+        self.assertIn("27.1 GB/s and 354 GFLOP/s, a balance of 13.0 FLOPs per byte", text)
+        self.assertIn("llama, rows:4 (16 query rows per K/V head) does 16.0 FLOPs per fp16 byte and 16.0 FLOPs per "
+                      "bf16 byte, so there fp16 and bf16 run at most 1.63x as fast as fp32 with both at the roofline.",
+                      text)
+        self.assertNotIn("read K/V at most", text)  # no bandwidth target beyond the roofline here
+        self.assertNotIn("A call takes at least", section_text(self.window))  # no target read: no paragraph
 
     def test_the_prefill_types_table_and_its_target_call_by_call(self):
         data = with_types(altered(prefill_n=4096), {"f16": 0.95, "bf16": 0.88}, {"f16": 0.03, "bf16": 0.02},
