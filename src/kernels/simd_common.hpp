@@ -199,7 +199,10 @@ struct Simd : SimdSoftmax<Arch> {
   // a fixed distance ahead in each stream they read, one prefetch per vector loaded: (V + 1) / 2
   // panels ahead (scores), kBlendKeys keys ahead (blend). Spread over the loads this way, decoding
   // ran faster on AVX2 and AVX-512; the next key block prefetched in a burst per panel was slower
-  // than no prefetch (README, the decode study).
+  // than no prefetch (README, the decode study). A larger group prefetches when the caller says it
+  // `streams` the block: it is the first of its row block to read it, from beyond L2 (decoding
+  // several rows per query head: 5 to 48 folded rows); the groups after it find the block in L2,
+  // where prefetching only costs (every group of a prefill prefetching ran 0.82-0.96x).
   static constexpr std::size_t kStreamingRows = 4;
   template <class T>
   static void prefetch_l2(const T* p) {
@@ -212,7 +215,7 @@ struct Simd : SimdSoftmax<Arch> {
   // first, so a row's scores do not depend on the tile that computes them.
   template <std::size_t R, std::size_t V, class T>
   static void score_tile(const float* q, std::size_t d, const T* kt, std::size_t first, float* s,
-                         std::size_t s_stride) {
+                         std::size_t s_stride, bool streams = false) {
     const T* at[V];
 #pragma GCC unroll 8
     for (std::size_t x = 0; x < V; ++x) at[x] = kt + (first + x) / 2 * NR * d + (first + x) % 2 * W;
@@ -226,7 +229,7 @@ struct Simd : SimdSoftmax<Arch> {
       batch k[V];
 #pragma GCC unroll 8
       for (std::size_t x = 0; x < V; ++x) k[x] = load_kv(at[x] + c * NR);
-      if constexpr (R <= kStreamingRows) {  // (V + 1) / 2 panels ahead, at this step's row
+      if (R <= kStreamingRows || streams) {  // (V + 1) / 2 panels ahead, at this step's row
 #pragma GCC unroll 8
         for (std::size_t x = 0; x < V; ++x) prefetch_l2(at[x] + (V + 1) / 2 * NR * d + c * NR);
       }
@@ -252,7 +255,7 @@ struct Simd : SimdSoftmax<Arch> {
   template <std::size_t R, std::size_t NV, class T>
   static void blend_tile(const float* p, std::size_t p_stride, const T* v, std::size_t v_stride,
                          std::size_t keys, const float* alpha, float* o, std::size_t o_stride,
-                         std::size_t p_step = 1) {
+                         std::size_t p_step = 1, bool streams = false) {
     batch acc[R][NV];
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) {
@@ -266,7 +269,7 @@ struct Simd : SimdSoftmax<Arch> {
       batch vj[NV];
 #pragma GCC unroll 8
       for (std::size_t x = 0; x < NV; ++x) vj[x] = load_kv(v + j * v_stride + x * W);
-      if constexpr (R <= kStreamingRows) {  // this tile's columns of the next run's key
+      if (R <= kStreamingRows || streams) {  // this tile's columns of the next run's key
 #pragma GCC unroll 8
         for (std::size_t x = 0; x < NV; ++x) prefetch_l2(v + (j + kBlendKeys) * v_stride + x * W);
       }
@@ -321,15 +324,15 @@ struct Simd : SimdSoftmax<Arch> {
   // tile_vectors(rows) vectors, the rest in tiles of 2 and 1.
   template <class T>
   static void score_rows(std::size_t rows, const float* q, std::size_t d, const T* kt,
-                         std::size_t panels, float* s, std::size_t s_stride) {
+                         std::size_t panels, float* s, std::size_t s_stride, bool streams = false) {
     with_rows(rows, [&](auto r) {
       constexpr std::size_t R = decltype(r)::value, V = tile_vectors(R);
       const std::size_t vectors = 2 * panels;
       std::size_t x = 0;
-      for (; x + V <= vectors; x += V) score_tile<R, V>(q, d, kt, x, s, s_stride);
+      for (; x + V <= vectors; x += V) score_tile<R, V>(q, d, kt, x, s, s_stride, streams);
       if constexpr (V > 2) {
-        for (; x + 2 <= vectors; x += 2) score_tile<R, 2>(q, d, kt, x, s, s_stride);
-        if (x < vectors) score_tile<R, 1>(q, d, kt, x, s, s_stride);
+        for (; x + 2 <= vectors; x += 2) score_tile<R, 2>(q, d, kt, x, s, s_stride, streams);
+        if (x < vectors) score_tile<R, 1>(q, d, kt, x, s, s_stride, streams);
       }
     });
   }
@@ -341,7 +344,8 @@ struct Simd : SimdSoftmax<Arch> {
   static constexpr std::size_t kBlendKeys = 64;
   template <std::size_t R, class T>
   static void blend_columns(const float* p, std::size_t p_stride, const T* v, std::size_t dp,
-                            std::size_t keys, const float* alpha, float* o, std::size_t p_step) {
+                            std::size_t keys, const float* alpha, float* o, std::size_t p_step,
+                            bool streams) {
     std::size_t k0 = 0;
     do {  // at least once: with no keys, the pass only rescales by alpha
       const std::size_t run = min_of(kBlendKeys, keys - k0);
@@ -351,13 +355,14 @@ struct Simd : SimdSoftmax<Arch> {
       constexpr std::size_t NV = tile_vectors(R);
       std::size_t c = 0;
       for (; c + NV * W <= dp; c += NV * W)
-        blend_tile<R, NV>(pk, p_stride, vk + c, dp, run, a, o + c, dp, p_step);
+        blend_tile<R, NV>(pk, p_stride, vk + c, dp, run, a, o + c, dp, p_step, streams);
       if constexpr (NV > 2) {
         for (; c + NR <= dp; c += NR)
-          blend_tile<R, 2>(pk, p_stride, vk + c, dp, run, a, o + c, dp, p_step);
+          blend_tile<R, 2>(pk, p_stride, vk + c, dp, run, a, o + c, dp, p_step, streams);
       }
       if (c < dp)
-        blend_tile<R, 1>(pk, p_stride, vk + c, dp, run, a, o + c, dp, p_step);  // one vector left
+        blend_tile<R, 1>(pk, p_stride, vk + c, dp, run, a, o + c, dp, p_step,
+                         streams);  // one vector left
       k0 += run;
     } while (k0 < keys);
   }
@@ -366,9 +371,9 @@ struct Simd : SimdSoftmax<Arch> {
   template <class T>
   static void blend_rows(std::size_t rows, const float* p, std::size_t p_stride, const T* v,
                          std::size_t dp, std::size_t keys, const float* alpha, float* o,
-                         std::size_t p_step = 1) {
+                         std::size_t p_step = 1, bool streams = false) {
     with_rows(rows, [&](auto r) {
-      blend_columns<decltype(r)::value>(p, p_stride, v, dp, keys, alpha, o, p_step);
+      blend_columns<decltype(r)::value>(p, p_stride, v, dp, keys, alpha, o, p_step, streams);
     });
   }
 
@@ -392,11 +397,13 @@ struct Simd : SimdSoftmax<Arch> {
     return keys;
   }
 
-  // S[0..mr)[0..widest) = Q K^T for the group's rows against the block's packed panels.
+  // S[0..mr)[0..widest) = Q K^T for the group's rows against the block's packed panels (`streams`:
+  // the group reads them first, from beyond L2, and prefetches them whatever its rows).
   template <class T>
   static void score_group(const float* q, std::size_t mr, std::size_t d, const T* kt_block,
-                          std::size_t widest, float* s, std::size_t s_stride) {
-    score_rows(mr, q, d, kt_block, (widest + NR - 1) / NR, s, s_stride);
+                          std::size_t widest, float* s, std::size_t s_stride,
+                          bool streams = false) {
+    score_rows(mr, q, d, kt_block, (widest + NR - 1) / NR, s, s_stride, streams);
   }
 
   // O = O * alpha + P V for the group: all rows over the keys they share, then each row's ragged
@@ -405,9 +412,9 @@ struct Simd : SimdSoftmax<Arch> {
   template <class T>
   static void blend_group(std::size_t mr, const BlockKeys& keys, const float* p,
                           std::size_t p_stride, const T* v_block, std::size_t dp,
-                          const float* alpha, float* o_acc) {
+                          const float* alpha, float* o_acc, bool streams = false) {
     if (keys.common > 0 || alpha != nullptr) {
-      blend_rows(mr, p, p_stride, v_block, dp, keys.common, alpha, o_acc);
+      blend_rows(mr, p, p_stride, v_block, dp, keys.common, alpha, o_acc, 1, streams);
     }
     for (std::size_t r = 0; r < mr; ++r) {
       if (keys.count[r] > keys.common) {

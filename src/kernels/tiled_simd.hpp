@@ -53,25 +53,34 @@ struct TiledSimd : Simd<Arch> {
     float* m_all = ws.take<float>(Rs);
     float* l_all = ws.take<float>(Rs);
     float* alpha = ws.take<float>(MR);
-    // A 16-bit key block that several row groups read is widened to float32 once per row block
-    // (K^T panels and V rows, 8 x Bc x d bytes as the float32 block), not once per group; one
-    // group alone (decoding) reads the stored block directly.
+    // A row block of at most kFewGroups row groups (decoding several rows per query head: up to
+    // 48 folded rows with AVX-512, 24 with AVX2) does few FMAs per key block byte, and reads each
+    // key block from beyond L2: its first group prefetches the block (as a group of at most
+    // kStreamingRows always does), and reads it as stored, 16-bit included. A row block of more
+    // groups (a prefill's query block) widens a 16-bit key block to float32 once (K^T panels and V
+    // rows, 8 x Bc x d bytes as the float32 block), not once per group. Widening first makes a
+    // pass that streams the block with no FMAs to hide it behind: on the Zen 5 guest, decoding 2 to
+    // 4 groups ran 1.15-1.43x faster reading the stored block with the first group prefetching (8
+    // groups with AVX2: 1.05x), while the prefill did not move (0.99-1.01x) (README, the decode
+    // study).
+    constexpr std::size_t kFewGroups = 4;
     constexpr bool kWidens = !std::is_same_v<T, float>;
     float* kt_wide = kWidens ? ws.take<float>(round_up(Bc, S::NR) * d) : nullptr;
     float* v_wide = kWidens ? ws.take<float>(Bc * dp) : nullptr;
 
     // Rows [i0, i0 + br) against keys [j0, j0 + bc), the block's K^T panels at kb and V rows at
-    // vb (stored, or widened to float32); the rows' accumulator at o_acc, their max and sum at m
-    // and l.
+    // vb (stored, or widened to float32), the first group prefetching them if `first_streams`; the
+    // rows' accumulator at o_acc, their max and sum at m and l.
     auto block = [&](std::size_t i0, std::size_t br, std::size_t j0, std::size_t bc, const auto* kb,
-                     const auto* vb, float* o_acc, float* m, float* l) {
+                     const auto* vb, bool first_streams, float* o_acc, float* m, float* l) {
       const std::size_t group = row_group(br, MR);  // 16 rows: 8 + 8, not 12 + 4
       for (std::size_t g = 0; g < br; g += group) {
         const std::size_t mr = min_of(group, br - g);  // edge group: fewer rows
         const auto seen = S::block_keys(head, i0 + g, mr, j0, bc);
         if (seen.widest == 0) continue;  // no row of the group sees this block
+        const bool streams = first_streams && g == 0;
         if constexpr ((Phases & kScorePhase) != 0) {
-          S::score_group(head.q + (i0 + g) * d, mr, d, kb, seen.widest, s_tile, Bc);
+          S::score_group(head.q + (i0 + g) * d, mr, d, kb, seen.widest, s_tile, Bc, streams);
         }
 
         bool rescale = false;
@@ -94,7 +103,8 @@ struct TiledSimd : Simd<Arch> {
         }
         // O = O * exp(m_old - m_new) + P V
         if constexpr ((Phases & kBlendPhase) != 0) {
-          S::blend_group(mr, seen, s_tile, Bc, vb, dp, rescale ? alpha : nullptr, o_acc + g * dp);
+          S::blend_group(mr, seen, s_tile, Bc, vb, dp, rescale ? alpha : nullptr, o_acc + g * dp,
+                         streams);
         }
       }
     };
@@ -120,12 +130,13 @@ struct TiledSimd : Simd<Arch> {
           float* l = l_all + (i0 - s0);
           for (std::size_t j0 = c0; j0 < last_key; j0 += Bc) {
             const std::size_t bc = min_of(Bc, last_key - j0);  // edge block: fewer keys
-            if (kWidens && br > MR) {
+            const bool few = br <= kFewGroups * MR;
+            if (kWidens && !few) {
               S::widen_block(kt + j0 * d, round_up(bc, S::NR) * d, kt_wide);
               S::widen_block(v + j0 * dp, bc * dp, v_wide);
-              block(i0, br, j0, bc, kt_wide, v_wide, o_acc, m, l);
+              block(i0, br, j0, bc, kt_wide, v_wide, false, o_acc, m, l);
             } else {
-              block(i0, br, j0, bc, kt + j0 * d, v + j0 * dp, o_acc, m, l);
+              block(i0, br, j0, bc, kt + j0 * d, v + j0 * dp, few, o_acc, m, l);
             }
           }
         }
