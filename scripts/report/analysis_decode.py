@@ -383,10 +383,23 @@ def prefills(window: DecodeWindow) -> list:
 
 # --- targets ---------------------------------------------------------------------------------------
 
-def types_point(window: DecodeWindow, row: Row):
-    """The window's measured types point (the storage types called by turns) at a row's shape, or None."""
+def types_point(window: DecodeWindow, row):
+    """The window's measured types point (the storage types called by turns) at the shape of a Row or
+    DecodePoint, or None."""
     return next((p for p in window.types if not p.error and (p.kernel, p.layout, p.rows, p.kv, p.threads)
                  == (row.kernel, row.layout, row.rows, row.kv, row.threads)), None)
+
+
+def _bandwidth(window: DecodeWindow, p: DecodePoint):
+    """(% of the triad, its noise, call by call) a decode point's K/V stream at: from the types point at
+    its shape where the window has one (the type's median call on caches of its own, the same reading
+    as the speedup target's), else from the point itself."""
+    alternated = types_point(window, p)
+    triad = window.run.triad_gbs(p.threads)
+    gbs = alternated.median.get(f"gbs_{p.dtype}", math.nan) if alternated else math.nan
+    if triad and math.isfinite(gbs):
+        return 100.0 * gbs / triad, alternated.cv.get(f"gbs_{p.dtype}", math.nan), True
+    return p.value("pct_triad"), p.cv.get("time_us", math.nan), False
 
 
 def prefill_types(window: DecodeWindow, kernel_name: str) -> list:
@@ -405,7 +418,7 @@ class Target:
     measured: float  # % of the triad, or a ratio
     wanted: float
     noise: float  # the CV of the time (the larger of the two for a ratio; of the ratio, call by call)
-    call_by_call: bool = False  # a ratio from the window's types point (both sides in one round)
+    call_by_call: bool = False  # read from the window's types point (a ratio: both sides in one round)
     bound: float = math.nan  # the most the roofline allows the measure at this point (NaN: not computed)
 
     @property
@@ -424,10 +437,11 @@ def targets(window: DecodeWindow) -> dict:
     name, t_all = kernel(window), threads_all(window)
     run = window.run
     beyond = [p for p in decode(window).where(kernel=name, threads=t_all) if point_tier(run, p) == "beyond L3"]
-    out = {"bandwidth": [Target(p, p.value("pct_triad"), TARGET_PCT_TRIAD, p.cv.get("time_us", math.nan),
-                                bound=roofline_pct_triad(run, p))
-                         for p in sorted(beyond, key=lambda p: (_order(p), TYPES.index(p.dtype)))],
-           "speedup": [], "prefill": []}
+    out = {"bandwidth": [], "speedup": [], "prefill": []}
+    for p in sorted(beyond, key=lambda p: (_order(p), TYPES.index(p.dtype))):
+        pct, noise, call_by_call = _bandwidth(window, p)
+        out["bandwidth"].append(Target(p, pct, TARGET_PCT_TRIAD, noise, call_by_call=call_by_call,
+                                       bound=roofline_pct_triad(run, p)))
     for row in rows(window, name):
         for t in SIXTEEN_BIT:  # both points beyond the L3: the 16-bit one's bytes, half the fp32's
             if row.threads == t_all and t in row.points and point_tier(run, row.points[t]) == "beyond L3":

@@ -509,7 +509,8 @@ def _targets(s, window, name: str) -> None:
         show = _pct if key == "bandwidth" else fmt.ratio
         if targets[key]:
             items.append(head + _verdict(targets[key]) + " (" + "; ".join(
-                f"{_where(window, t.point)}: {show(t.measured)}" + (" call by call" if t.call_by_call else "")
+                f"{_where(window, t.point)}: {show(t.measured)}"
+                + ((" call by call" if key == "speedup" else " (its `types/` point)") if t.call_by_call else "")
                 + _short(t) + (f", {'the roofline allows at most' if key == 'bandwidth' else 'both sides at the roofline give'} "
                                f"{show(t.bound)}" if t.beyond_roofline else "")
                 for t in targets[key]) + ").")
@@ -533,7 +534,8 @@ def _targets(s, window, name: str) -> None:
             + ", ".join(f"{fmt.ratio(p.ratio('f16'))} on {_threads(window, p.threads)}" for p in have) + ")"
             if have else "") + ".")
     s.add(Paragraph("Issue 15's targets, for " + fmt.code(name) + " (a ratio within the larger CV of its two times is "
-                    "within noise of the target; a call-by-call ratio, within its CV over the repetitions):"))
+                    "within noise of the target; a call-by-call ratio, within its CV over the repetitions; where the window has a "
+                    "`types/` point at a shape, both decode targets read it: each type on caches of its own):"))
     s.add(Bullets(items))
     _roofline(s, window, targets)
 

@@ -326,7 +326,22 @@ class Analysis(unittest.TestCase):
         self.assertEqual([v[3] for k, v in speedups.items() if k[0] == 4], [False, False])
         failed = ad.targets(window_of(with_types(altered(l3_bytes=32 * 2 ** 20), {}, {}, error="failed: x")))
         self.assertEqual(len(failed["speedup"]), 4)  # the decode points' medians, as without a types point
-        self.assertFalse(any(t.call_by_call for t in failed["speedup"]))
+        self.assertFalse(any(t.call_by_call for t in failed["speedup"] + failed["bandwidth"]))
+
+    def test_the_bandwidth_target_reads_the_types_point_where_there_is_one(self):
+        data = with_types(altered(l3_bytes=32 * 2 ** 20), {"f16": 1.5, "bf16": 1.9}, {"f16": 0.04, "bf16": 0.01})
+        triad = float(data["context"]["triad_gbs_threads_2"])
+        read = {(t.point.rows, t.point.dtype): (round(t.measured, 6), t.noise, t.call_by_call)
+                for t in ad.targets(window_of(data))["bandwidth"]}
+        entry = next(b for b in data["benchmarks"] if b["name"] == TYPES_POINT + "_median")
+        for dtype in ("f32", "f16", "bf16"):  # rows:1: each type's GB/s on its own caches over the triad
+            self.assertEqual(read[(1, dtype)], (round(100 * entry[f"gbs_{dtype}"] / triad, 6), 0.02, True))
+        for dtype in ("f32", "f16", "bf16"):  # rows:4 has none: the decode point's own share
+            self.assertEqual(read[(4, dtype)][0], round(raw(LLAMA.replace("rows:1", "rows:4").format(dtype))["pct_triad"], 6))
+            self.assertFalse(read[(4, dtype)][2])
+        text = section_text(window_of(data))
+        self.assertIn(f"llama, rows:1, kv 16,384, fp32, 2 threads (all): {fmt.pct(100 * entry['gbs_f32'] / triad, 0)} "
+                      "(its `types/` point)", text)
 
 
     def test_the_prefill_target_reads_the_prefill_types_point_where_there_is_one(self):
