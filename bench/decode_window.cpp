@@ -265,7 +265,7 @@ void run_generate(benchmark::State& state, const Kernel* kernel, Layout layout, 
 
 // The prefill's inputs, one head of n tokens, d = kHeadDim, and its call: fill the empty cache with
 // the n tokens (packing and converting them to its type), then causal attention of the n rows over
-// it. `pack_s` gets the fill's seconds; returns the whole call's.
+// it; returns its seconds, and adds the fill's to pack_s.
 struct Prefill {
   Shape shape;
   const std::vector<float>& q = random_tensor(shape.q_elements(), 22);
@@ -274,13 +274,14 @@ struct Prefill {
   std::vector<float> o = std::vector<float>(shape.q_elements());
   Options options;
   Workspace ws;
+  double pack_s = 0;
 
   Prefill(std::size_t n, std::size_t threads) : shape{1, 1, 1, n, n, kHeadDim} {
     options.causal = true;
     options.threads = threads;
   }
 
-  double call(const Kernel& kernel, KvCache& cache, double& pack_s) {
+  double call(const Kernel& kernel, KvCache& cache) {
     using clock = std::chrono::steady_clock;
     const auto a = clock::now();
     cache.clear();
@@ -302,15 +303,14 @@ void run_prefill(benchmark::State& state, const Kernel* kernel, std::size_t n, K
   try {
     KvCache& cache = cache_for(*kernel, kHead, type, n, 0);
     Prefill prefill(n, threads);
-    double pack_s = 0;
-    prefill.call(*kernel, cache, pack_s);  // warm-up
-    pack_s = 0;
-    for (auto _ : state) prefill.call(*kernel, cache, pack_s);
+    prefill.call(*kernel, cache);  // warm-up
+    prefill.pack_s = 0;
+    for (auto _ : state) prefill.call(*kernel, cache);
     using benchmark::Counter;
     state.counters["GFLOP/s"] = Counter(prefill.flops() / 1e9, Counter::kIsIterationInvariantRate);
     state.counters["pct_peak"] = Counter(100.0 * prefill.flops() / (g_peak->at(threads)),
                                          Counter::kIsIterationInvariantRate);
-    state.counters["pack_ms"] = 1e3 * pack_s / double(state.iterations());
+    state.counters["pack_ms"] = 1e3 * prefill.pack_s / double(state.iterations());
   } catch (const std::exception& e) {
     skip_all(state, std::string("failed: ") + e.what());
   }
@@ -327,9 +327,8 @@ void run_prefill_types(benchmark::State& state, const Kernel* kernel, std::size_
     for (std::size_t i = 0; i < kTypeCount; ++i)
       caches[i] = filled_cache(*kernel, kHead, kTypes[i], n, 0);
     Prefill prefill(n, threads);
-    double pack_s = 0;
     const auto medians = by_turns(
-        state, [&](std::size_t i) { return prefill.call(*kernel, *caches[i], pack_s); }, seconds,
+        state, [&](std::size_t i) { return prefill.call(*kernel, *caches[i]); }, seconds,
         min_rounds);
     for (std::size_t i = 0; i < kTypeCount; ++i) {
       state.counters["gflops_" + std::string(to_string(kTypes[i]))] =
@@ -364,6 +363,10 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
   std::vector<std::size_t> thread_counts{1};
   if (all_threads > 1) thread_counts.push_back(all_threads);
   // Predictions for the progress line: 10 GB/s of K/V, 50 GFLOP/s a thread.
+  const double prefill_n = double(preset.prefill_len);
+  auto prefill_s = [&](std::size_t t) {
+    return 2.0 * prefill_n * prefill_n * double(kHeadDim) / (50e9 * double(t));
+  };
   auto add = [&](benchmark::internal::Benchmark* b, const std::string& name, double call,
                  bool manual_time = false) {
     if (!manual_time) b->UseRealTime();
@@ -406,8 +409,7 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
           benchmark::RegisterBenchmark(name.c_str(), run_prefill_types, kernel, preset.prefill_len,
                                        t, preset.types_seconds, preset.types_rounds);
       b->Iterations(1)->UseManualTime();
-      const double n = double(preset.prefill_len);
-      const double call = 2.0 * n * n * double(kHeadDim) / (50e9 * double(t));
+      const double call = prefill_s(t);
       add(b, name,
           std::max(preset.types_seconds, 3.0 * call * double(preset.types_rounds)) + 3.0 * call,
           true);
@@ -449,8 +451,7 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
         auto* b = benchmark::RegisterBenchmark(name.c_str(), run_prefill, kernel,
                                                preset.prefill_len, type, t);
         b->MinTime(preset.min_time);
-        const double n = double(preset.prefill_len);
-        add(b, name, 2.0 * n * n * double(kHeadDim) / (50e9 * double(t)));
+        add(b, name, prefill_s(t));
       }
     }
   }

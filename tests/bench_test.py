@@ -215,27 +215,25 @@ prefills = [b for b in both if "/prefill:" in b["run_name"]]
 check("a types point per thread count", len(medians) == (2 if threads > 1 else 1), str([b["name"] for b in medians]))
 check("a prefill types point per thread count", len(prefills) == len(medians) == len(both) / 2,
       str([b["name"] for b in both]))
-for b in prefills:
-    check("prefill types point name", re.match(r"types/tiled/simd/\w+/prefill:1024/d:128/threads:\d+/", b["run_name"]),
-          b["run_name"])
-    check("at least 5 rounds", b["rounds"] >= 5, str(b))
-    check("its time is the f32 call's", abs(b["real_time"] / b["us_f32"] - 1) < 1e-6 and b["time_unit"] == "us", str(b))
-    flops = 4 * 128 * 1024 * 1025 / 2  # the causal scores' pairs, 4 d FLOPs each
-    for t in ("f32", "f16", "bf16"):
-        check(f"prefill {t} GFLOP/s from its call time", abs(b[f"gflops_{t}"] * b[f"us_{t}"] * 1e3 / flops - 1) < 1e-6,
+# Every types point: its name, at least 5 rounds, its time the f32 call's, each type's rate from its own
+# call time (`work` per call: K/V bytes of decode, FLOPs of prefill), and each speedup, the median of the
+# rounds' ratios, near the ratio of the medians.
+for kind, points, name, rate, work in (
+        ("prefill", prefills, r"prefill:1024/d:128", "gflops",
+         lambda size: 4 * 128 * 1024 * 1025 / 2),  # the causal scores' pairs, 4 d FLOPs each
+        ("decode", medians, r"layout:llama/rows:1/kv:4096", "gbs",
+         lambda size: 8 * 4096 * 128 * 2 * size)):  # 8 key/value heads, d = 128, K and V
+    for b in points:
+        check(f"{kind} types point name", re.match(rf"types/tiled/simd/\w+/{name}/threads:\d+/", b["run_name"]),
+              b["run_name"])
+        check("at least 5 rounds", b["rounds"] >= 5, str(b))
+        check("its time is the f32 call's", abs(b["real_time"] / b["us_f32"] - 1) < 1e-6 and b["time_unit"] == "us",
               str(b))
-    for t in ("f16", "bf16"):  # the median of the rounds' ratios, near the ratio of the medians
-        check(f"prefill {t} speedup", 0.8 < b[f"speedup_{t}"] / (b["us_f32"] / b[f"us_{t}"]) < 1.25, str(b))
-for b in medians:
-    check("types point name", re.match(r"types/tiled/simd/\w+/layout:llama/rows:1/kv:4096/threads:\d+/", b["run_name"]),
-          b["run_name"])
-    check("at least 5 rounds", b["rounds"] >= 5, str(b))
-    check("its time is the f32 call's", abs(b["real_time"] / b["us_f32"] - 1) < 1e-6 and b["time_unit"] == "us", str(b))
-    for t, size in (("f32", 4), ("f16", 2), ("bf16", 2)):
-        bytes_ = 8 * 4096 * 128 * 2 * size  # 8 key/value heads, d = 128, K and V
-        check(f"{t} GB/s from its call time", abs(b[f"gbs_{t}"] * b[f"us_{t}"] * 1e3 / bytes_ - 1) < 1e-6, str(b))
-    for t in ("f16", "bf16"):  # the median of the rounds' ratios, near the ratio of the medians
-        check(f"{t} speedup", 0.8 < b[f"speedup_{t}"] / (b["us_f32"] / b[f"us_{t}"]) < 1.25, str(b))
+        for t, size in (("f32", 4), ("f16", 2), ("bf16", 2)):
+            check(f"{kind} {t} {rate} from its call time", abs(b[f"{rate}_{t}"] * b[f"us_{t}"] * 1e3 / work(size) - 1)
+                  < 1e-6, str(b))
+        for t in ("f16", "bf16"):
+            check(f"{kind} {t} speedup", 0.8 < b[f"speedup_{t}"] / (b["us_f32"] / b[f"us_{t}"]) < 1.25, str(b))
 
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -190,36 +190,46 @@ def _table(s, window) -> None:
                 "speed over fp32 (fp32's time over its):"))
 
 
-def _call_by_call(s, window) -> None:
-    """The types points: each 16-bit type's speed over fp32 with both sides called in one round."""
-    measured = sorted((p for p in window.types if not p.error),
+def _by_turns(s, points: list, what: str, title: str, shape: dict, cell, unit: str, caption: str) -> None:
+    """A table of types points (the storage types called by turns), or the failures alone: `shape` maps
+    each column naming the point's shape to its cell, `cell(p, t)` is type t's median call and rate
+    (headed `unit`); `caption` follows `title`."""
+    measured = sorted((p for p in points if not p.error),
                       key=lambda p: (kernel_sort_key(p.kernel), p.layout, p.rows, p.kv, p.threads))
-    failed = [p for p in window.types if p.error]
-    failures = (f" {len(failed)} types point(s) measured nothing: " + "; ".join(f"{p.name}: {p.error}" for p in failed)
+    failed = [p for p in points if p.error]
+    failures = (f" {len(failed)} {what} point(s) measured nothing: " + "; ".join(f"{p.name}: {p.error}" for p in failed)
                 if failed else "")
     if not measured:
         if failed:
-            s.add(Paragraph("The storage types called by turns (`types/` points):" + failures))
+            s.add(Paragraph(title + ":" + failures))
         return
     several = len({p.kernel for p in measured}) > 1
     body = []
     for p in measured:
-        cells = [fmt.code(p.kernel)] if several else []
-        cells += [p.layout, str(p.rows), fmt.count(p.kv), str(p.threads)]
-        cells += [f"{fmt.us(p.median.get(f'us_{t}', math.nan))} · {fmt.sig(p.median.get(f'gbs_{t}', math.nan))} GB/s"
-                  for t in TYPES]
+        cells = ([fmt.code(p.kernel)] if several else []) + [f(p) for f in shape.values()]
+        cells += [cell(p, t) for t in TYPES]
         cells += [f"{fmt.ratio(p.speedup(t))} (CV {fmt.pct(100 * p.noise(t), 1)})" for t in ad.SIXTEEN_BIT]
         rounds = p.median.get("rounds", math.nan)
         cells.append(fmt.count(rounds) if math.isfinite(rounds) else "n/a")
         body.append(cells)
-    header = (["kernel"] if several else []) + ["layout", "rows", "kv", "threads"]
-    header += [f"{TYPE_NAMES[t]}: µs · GB/s" for t in TYPES] + [f"{TYPE_NAMES[t]} over fp32" for t in ad.SIXTEEN_BIT]
+    header = (["kernel"] if several else []) + list(shape)
+    header += [f"{TYPE_NAMES[t]}: {unit}" for t in TYPES] + [f"{TYPE_NAMES[t]} over fp32" for t in ad.SIXTEEN_BIT]
     header.append("rounds")
-    s.add(Table(header, body, align=("l" if several else "") + "lrrr" + "r" * (len(header) - 4 - several),
-                caption="The storage types called by turns (`types/` points): each round calls fp32, fp16 and bf16 "
-                "once on the same shape, and a speedup is the median over rounds of fp32's time over the type's "
-                "within a round, so both sides share the host's minute; CV over the repetitions. Where the window "
-                "has one, the target below reads it instead of the decode points' medians above." + failures))
+    align = ("l" if several else "") + "".join("l" if column == "layout" else "r" for column in shape)
+    s.add(Table(header, body, align=align + "r" * (len(header) - len(align)), caption=title + caption + failures))
+
+
+def _call_by_call(s, window) -> None:
+    """The decode types points: each 16-bit type's speed over fp32 with both sides called in one round."""
+    _by_turns(s, window.types, "types", "The storage types called by turns (`types/` points)",
+              {"layout": lambda p: p.layout, "rows": lambda p: str(p.rows), "kv": lambda p: fmt.count(p.kv),
+               "threads": lambda p: str(p.threads)},
+              lambda p, t: f"{fmt.us(p.median.get(f'us_{t}', math.nan))} · "
+                           f"{fmt.sig(p.median.get(f'gbs_{t}', math.nan))} GB/s", "µs · GB/s",
+              ": each round calls fp32, fp16 and bf16 once on the same shape, and a speedup is the median over "
+              "rounds of fp32's time over the type's within a round, so both sides share the host's minute; CV over "
+              "the repetitions. Where the window has one, the target below reads it instead of the decode points' "
+              "medians above.")
 
 
 def _bandwidth_bound(s, window, name: str) -> None:
@@ -425,32 +435,15 @@ def _prefill(s, window, name: str) -> None:
 
 def _prefill_by_turns(s, window) -> None:
     """The prefill types points: each 16-bit type's prefill speed over fp32's, both called in one round."""
-    measured = sorted((p for p in window.prefill_types if not p.error),
-                      key=lambda p: (kernel_sort_key(p.kernel), p.rows, p.threads))
-    failed = [p for p in window.prefill_types if p.error]
-    failures = (f" {len(failed)} prefill types point(s) measured nothing: "
-                + "; ".join(f"{p.name}: {p.error}" for p in failed) if failed else "")
-    if not measured:
-        if failed:
-            s.add(Paragraph("Prefill, the storage types called by turns (`types/.../prefill:N` points):" + failures))
-        return
-    body = []
-    for p in measured:
-        cells = [fmt.code(p.kernel), fmt.count(p.rows), str(p.threads)]
-        cells += [f"{fmt.ms(p.median.get(f'us_{t}', math.nan) / 1e3)} · "
-                  f"{fmt.sig(p.median.get(f'gflops_{t}', math.nan))}" for t in TYPES]
-        cells += [f"{fmt.ratio(p.speedup(t))} (CV {fmt.pct(100 * p.noise(t), 1)})" for t in ad.SIXTEEN_BIT]
-        rounds = p.median.get("rounds", math.nan)
-        cells.append(fmt.count(rounds) if math.isfinite(rounds) else "n/a")
-        body.append(cells)
-    header = ["kernel", "n", "threads"] + [f"{TYPE_NAMES[t]}: time · GFLOP/s" for t in TYPES]
-    header += [f"{TYPE_NAMES[t]} over fp32" for t in ad.SIXTEEN_BIT] + ["rounds"]
-    s.add(Table(header, body, align="lrr" + "r" * (len(header) - 3),
-                caption="Prefill, the storage types called by turns (`types/.../prefill:N` points, d = "
-                f"{HEAD_DIM}): each round fills each type's own empty cache and runs the causal prefill once, "
-                "fp32, fp16 and bf16 by turns, and a ratio is the median over rounds of fp32's time over the "
-                "type's within a round; CV over the repetitions. Where the window has one, the prefill target "
-                "below reads it instead of the prefill points' medians." + failures))
+    _by_turns(s, window.prefill_types, "prefill types",
+              f"Prefill, the storage types called by turns (`types/.../prefill:N` points, d = {HEAD_DIM})",
+              {"n": lambda p: fmt.count(p.rows), "threads": lambda p: str(p.threads)},
+              lambda p, t: f"{fmt.ms(p.median.get(f'us_{t}', math.nan) / 1e3)} · "
+                           f"{fmt.sig(p.median.get(f'gflops_{t}', math.nan))}", "time · GFLOP/s",
+              ": each round fills each type's own empty cache and runs the causal prefill once, fp32, fp16 and "
+              "bf16 by turns, and a ratio is the median over rounds of fp32's time over the type's within a round; "
+              "CV over the repetitions. Where the window has one, the prefill target below reads it instead of the "
+              "prefill points' medians.")
 
 
 def _prefill_points(s, window, name: str) -> None:

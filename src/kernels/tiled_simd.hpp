@@ -59,10 +59,10 @@ struct TiledSimd : Simd<Arch> {
     // kStreamingRows always does), and reads it as stored, 16-bit included. A row block of more
     // groups (a prefill's query block) widens a 16-bit key block to float32 once (K^T panels and V
     // rows, 8 x Bc x d bytes as the float32 block), not once per group. Widening first makes a
-    // pass that streams the block with no FMAs to hide it behind: on the Zen 5 guest, decoding 2 to
-    // 4 groups ran 1.15-1.43x faster reading the stored block with the first group prefetching (8
-    // groups with AVX2: 1.05x), while the prefill did not move (0.99-1.01x) (README, the decode
-    // study).
+    // pass that streams the block with no FMAs to hide it behind: on the Zen 5 guest, decoding in
+    // 16 bits ran this way 1.45-1.57x faster at 16 folded rows (2 groups; avx2 1.26-1.58x),
+    // 1.20-1.35x at 32 (3) and 1.07-1.17x at 48 (4), and an unwidened prefill 0.99-1.01x (README,
+    // the decode study).
     constexpr std::size_t kFewGroups = 4;
     constexpr bool kWidens = !std::is_same_v<T, float>;
     float* kt_wide = kWidens ? ws.take<float>(round_up(Bc, S::NR) * d) : nullptr;

@@ -459,7 +459,7 @@ class Report(unittest.TestCase):
                           point=PREFILL_TYPES.format(2))
         text = section_text(window_of(data))
         self.assertIn("Prefill, the storage types called by turns", text)
-        self.assertIn("`tiled/simd/avx512f` | 4,096 | 2 | 2.00 ms · 2,150 | 1.00 ms · 4,300 | 1.10 ms · 3,910 | "
+        self.assertIn("\n4,096 | 2 | 2.00 ms · 2,150 | 1.00 ms · 4,300 | 1.10 ms · 3,910 | "
                       "0.950x (CV 3.0%) | 0.880x (CV 2.0%) | 30", text)
         self.assertIn("fp16 ≥ 0.900x the fp32 GFLOP/s: not met (1 of 2 points) (1 thread: 0.511x; "
                       "2 threads (all): 0.950x call by call)", text)
