@@ -505,7 +505,7 @@ def _targets(s, window, name: str) -> None:
                 f"{_where(window, t.point)}: {show(t.measured)}"
                 + ((" call by call" if key == "speedup" else " (its `types/` point)") if t.call_by_call else "")
                 + _short(t) + (f", {'the roofline allows at most' if key == 'bandwidth' else 'both sides at the roofline give'} "
-                               f"{show(t.bound)}" if t.beyond_roofline else "")
+                               f"{show(t.bound)}" if t.compute_bound else "")
                 for t in targets[key]) + ").")
         else:
             text = head + (f"cannot be read from this run: no {'16-bit ' if key == 'speedup' else ''}decode point of "
@@ -550,11 +550,11 @@ def _roofline(s, window, targets: dict) -> None:
         by_type = {t.point.dtype: t.point for _, t in kts}
         fpb = " and ".join(f"{fmt.sig(ad.flop_per_byte(by_type[d]))} FLOPs per {TYPE_NAMES[d]} byte"
                            for d in TYPES if d in by_type)
-        said = {}  # the bound as said -> the types it holds for
+        said = {}  # the bound as said -> the types it holds for (once each, whatever the kv_len)
         for key, t in kts:
             bound = (f"read K/V at most at {_pct(t.bound)} of the triad" if key == "bandwidth" else
                      f"run at most {fmt.ratio(t.bound)} as fast as fp32 with both at the roofline")
-            said.setdefault(bound, []).append(TYPE_NAMES[t.point.dtype])
+            said.setdefault(bound, {})[TYPE_NAMES[t.point.dtype]] = None
         bounds = [" and ".join(names) + " " + bound for bound, names in said.items()]
         parts.append(f"{layout}, rows:{rows_} ({per_head} query rows per K/V head) does {fpb}, so there "
                      + " and ".join(bounds))

@@ -310,11 +310,19 @@ class Analysis(unittest.TestCase):
         self.assertEqual(beyond, [(4, "f16", 1.63), (4, "bf16", 1.63)])
         self.assertEqual({round(t.bound, 6) for t in targets["speedup"] if t.point.rows == 1}, {2.0})
         self.assertFalse(any(t.beyond_roofline for t in targets["bandwidth"]))
+        # compute-bound, the target within reach: rows:4's 16-bit reads (at most 82% of the triad); the bytes
+        # bound every rows:1 point, where 16-bit gains the bytes' 2x
+        self.assertEqual([(t.point.rows, t.point.dtype, round(t.bound)) for t in targets["bandwidth"]
+                          if t.compute_bound], [(4, "f16", 82), (4, "bf16", 82)])
+        self.assertEqual([t.point.rows for t in targets["speedup"] if t.compute_bound], [4, 4])
         # with half the FMA peak the balance falls to 6.5: rows:4's 16-bit reads reach at most 41% of the triad
         data["context"]["fma_peak_gflops_threads_2"] = str(peak / 2e9)
         bandwidth = ad.targets(window_of(data))["bandwidth"]
         self.assertEqual([(t.point.rows, t.point.dtype, round(t.bound)) for t in bandwidth if t.beyond_roofline],
                          [(4, "f16", 41), (4, "bf16", 41)])
+        # ... and rows:4's fp32 reads (8 FLOPs per byte) at most 82%: compute-bound, within reach of 75%
+        self.assertEqual([(t.point.rows, t.point.dtype, round(t.bound)) for t in bandwidth
+                          if t.compute_bound and not t.beyond_roofline], [(4, "f32", 82)])
 
     def test_the_speedup_target_reads_the_types_point_where_there_is_one(self):
         data = with_types(altered(l3_bytes=32 * 2 ** 20), {"f16": 1.5, "bf16": 1.9}, {"f16": 0.04, "bf16": 0.01})
@@ -452,6 +460,15 @@ class Report(unittest.TestCase):
                       "bf16 byte, so there fp16 and bf16 run at most 1.63x as fast as fp32 with both at the roofline.",
                       text)
         self.assertNotIn("read K/V at most", text)  # no bandwidth target beyond the roofline here
+        # beyond a smaller L3 both kv lengths' targets lie beyond the roofline: each type named once
+        text = section_text(window_of(altered(l3_bytes=4 * 2 ** 20)))
+        self.assertIn("llama, rows:4, kv 4,096, fp16, 2 threads (all)", text)
+        self.assertIn("so there fp16 and bf16 run at most 1.63x as fast as fp32 with both at the roofline.", text)
+        # where the FMAs bound a point below the triad but the target is within reach, the bound is shown and
+        # the point is not counted beyond the roofline (16 FLOPs per byte against a balance of 13.0: 82%)
+        self.assertIn("llama, rows:4, kv 16,384, fp16, 2 threads (all): 26%, the roofline allows at most 82%", text)
+        self.assertNotIn("llama, rows:4, kv 16,384, fp32, 2 threads (all): 43%, the roofline", text)
+        self.assertIn("decode reads K/V at ≥ 75% of the triad: not met (9 of 18 points)", text)
         self.assertNotIn("A call takes at least", section_text(self.window))  # no target read: no paragraph
 
     def test_the_prefill_types_table_and_its_target_call_by_call(self):
