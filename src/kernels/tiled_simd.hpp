@@ -9,7 +9,7 @@
 //   P = exp(scale S - m_new), l = l * exp(m - m_new) + rowsum P   (one pass, P over S)
 //   O = O * exp(m - m_new) + P V_block    (blend micro-kernel; the rescale fused into its load)
 // and at the end O /= l. A head whose K and V outgrow an L3 chunk is taken a chunk of keys at a
-// time by a super block of query blocks (Simd::l3_keys). Scratch: one MR x Bc score tile, the
+// time by a super block of query blocks (Simd::l3_keys). Scratch: a score tile of 4 MR x Bc, the
 // accumulator and 2 floats of each row of a query block (of a super block for such a head); K and
 // V are read from the packed copy the driver made once.
 #pragma once
@@ -42,17 +42,6 @@ struct TiledSimd : Simd<Arch> {
     const std::size_t Br = S::query_block(dp);
     const T* kt = static_cast<const T*>(head.kv_packed);  // K^T panels
     const T* v = S::packed_v(kt, head.kv_capacity, d);
-    float* s_tile = ws.take<float>(MR * Bc);
-    if constexpr (Phases != kAllPhases) {
-      for (std::size_t x = 0; x < MR * Bc; ++x) s_tile[x] = 0.0f;
-    }
-    // Br, or a super block of them (never more than the rows asked for: the scratch it sizes)
-    const std::size_t Rs = min_of(S::super_rows(dp, head.kv_len), rows.end - rows.begin);
-    const std::size_t Kc = S::l3_keys(dp);
-    float* o_all = ws.take<float>(Rs * dp);
-    float* m_all = ws.take<float>(Rs);
-    float* l_all = ws.take<float>(Rs);
-    float* alpha = ws.take<float>(MR);
     // A row block of at most kFewGroups row groups (decoding several rows per query head: up to
     // 48 folded rows with AVX-512, 24 with AVX2) does few FMAs per key block byte, and reads each
     // key block from beyond L2: its first group prefetches the block (as a group of at most
@@ -64,13 +53,49 @@ struct TiledSimd : Simd<Arch> {
     // 1.20-1.35x at 32 (3) and 1.07-1.17x at 48 (4), and an unwidened prefill 0.99-1.01x (README,
     // the decode study).
     constexpr std::size_t kFewGroups = 4;
+    // Scores of up to kFewGroups groups (a few-group row block keeps them all: `interleaved`)
+    float* s_tile = ws.take<float>(kFewGroups * MR * Bc);
+    if constexpr (Phases != kAllPhases) {
+      for (std::size_t x = 0; x < kFewGroups * MR * Bc; ++x) s_tile[x] = 0.0f;
+    }
+    // Br, or a super block of them (never more than the rows asked for: the scratch it sizes)
+    const std::size_t Rs = min_of(S::super_rows(dp, head.kv_len), rows.end - rows.begin);
+    const std::size_t Kc = S::l3_keys(dp);
+    float* o_all = ws.take<float>(Rs * dp);
+    float* m_all = ws.take<float>(Rs);
+    float* l_all = ws.take<float>(Rs);
+    float* alpha = ws.take<float>(kFewGroups * MR);
     constexpr bool kWidens = !std::is_same_v<T, float>;
     float* kt_wide = kWidens ? ws.take<float>(round_up(Bc, S::NR) * d) : nullptr;
     float* v_wide = kWidens ? ws.take<float>(Bc * dp) : nullptr;
 
+    // The online softmax of a group of mr rows against the block, their scores in S at s (Bc
+    // floats a row): their max m and sum l updated, a[r] = exp(m_old - m_new); whether any row's
+    // max moved (its accumulator then needs the rescale).
+    auto softmax_group = [&](float* s, float* a, std::size_t mr, const typename S::BlockKeys& seen,
+                             float* m, float* l) {
+      bool rescale = false;
+      for (std::size_t r = 0; r < mr; ++r) {
+        float* s_r = s + r * Bc;
+        const float block_max = S::scale_and_max(s_r, seen.count[r], head.scale);
+        const float m_new = block_max > m[r] ? block_max : m[r];
+        const float m_ref = max_reference(m_new);
+        a[r] = 1.0f;
+        if (m_new != m[r]) {  // rescale only when the max moved
+          a[r] = scalar_exp(m[r] - m_ref);
+          rescale = true;
+          m[r] = m_new;
+        }
+        // l = l * exp(m_old - m_new) + rowsum(P)
+        l[r] = l[r] * a[r] + S::exp_and_sum(s_r, seen.count[r], head.scale, m_ref);
+      }
+      return rescale;
+    };
+
     // Rows [i0, i0 + br) against keys [j0, j0 + bc), the block's K^T panels at kb and V rows at
     // vb (stored, or widened to float32), the first group prefetching them if `first_streams`; the
-    // rows' accumulator at o_acc, their max and sum at m and l.
+    // rows' accumulator at o_acc, their max and sum at m and l. Group after group, each over the
+    // whole block (scores, softmax, blend) in one MR x Bc score tile before the next.
     auto block = [&](std::size_t i0, std::size_t br, std::size_t j0, std::size_t bc, const auto* kb,
                      const auto* vb, bool first_streams, float* o_acc, float* m, float* l) {
       const std::size_t group = row_group(br, MR);  // 16 rows: 8 + 8, not 12 + 4
@@ -82,29 +107,59 @@ struct TiledSimd : Simd<Arch> {
         if constexpr ((Phases & kScorePhase) != 0) {
           S::score_group(head.q + (i0 + g) * d, mr, d, kb, seen.widest, s_tile, Bc, streams);
         }
-
         bool rescale = false;
         if constexpr ((Phases & kSoftmaxPhase) != 0) {
-          for (std::size_t r = 0; r < mr; ++r) {
-            float* s = s_tile + r * Bc;
-            float& m_r = m[g + r];
-            const float block_max = S::scale_and_max(s, seen.count[r], head.scale);
-            const float m_new = block_max > m_r ? block_max : m_r;
-            const float m_ref = max_reference(m_new);
-            alpha[r] = 1.0f;
-            if (m_new != m_r) {  // rescale only when the max moved
-              alpha[r] = scalar_exp(m_r - m_ref);
-              rescale = true;
-              m_r = m_new;
-            }
-            // l = l * exp(m_old - m_new) + rowsum(P)
-            l[g + r] = l[g + r] * alpha[r] + S::exp_and_sum(s, seen.count[r], head.scale, m_ref);
-          }
+          rescale = softmax_group(s_tile, alpha, mr, seen, m + g, l + g);
         }
         // O = O * exp(m_old - m_new) + P V
         if constexpr ((Phases & kBlendPhase) != 0) {
           S::blend_group(mr, seen, s_tile, Bc, vb, dp, rescale ? alpha : nullptr, o_acc + g * dp,
                          streams);
+        }
+      }
+    };
+
+    // NOTE: a row block of 2 to kFewGroups groups (decoding several rows per query head) whose
+    // rows all see the whole key block takes it a few panels (scores) and a run of keys (blend)
+    // at a time, every group over them before the next: the first group streams them from
+    // memory, prefetching, and the others read them from L1 or L2 meanwhile. Group after group,
+    // the memory sat idle while the groups after the first computed on the block in L2 (compute
+    // and memory near the machine's balance, as 16 folded rows in float32 are, then add up
+    // instead of overlapping). Each row's FMAs run in the same order either way. On the Zen 4
+    // guest (AMD EPYC family 25 model 17), the Llama layer at 65536 keys on 2 threads, the two
+    // orders alternated call by call on the same caches: 16 folded rows in float32 ran 1.03-1.11x
+    // faster (avx512f) and 1.15-1.16x (avx2; 8 rows, 2 groups of 4, 1.16x); 16-bit, compute-bound
+    // there, and 32 or 48 rows 0.99-1.03x (README, the decode study).
+    constexpr std::size_t kInterleavedPanels = 3;  // 6 vectors: whole tiles of 2 and of 3
+    auto interleaved = [&](std::size_t i0, std::size_t br, std::size_t j0, std::size_t bc,
+                           const T* kb, const T* vb, float* o_acc, float* m, float* l) {
+      const std::size_t group = row_group(br, MR);
+      if constexpr ((Phases & kScorePhase) != 0) {
+        const std::size_t panels = (bc + S::NR - 1) / S::NR;
+        for (std::size_t p0 = 0; p0 < panels; p0 += kInterleavedPanels) {
+          const std::size_t np = min_of(kInterleavedPanels, panels - p0);
+          for (std::size_t g = 0; g < br; g += group) {
+            S::score_rows(min_of(group, br - g), head.q + (i0 + g) * d, d, kb + p0 * S::NR * d, np,
+                          s_tile + g * Bc + p0 * S::NR, Bc, g == 0);
+          }
+        }
+      }
+      bool rescale[kFewGroups] = {};
+      if constexpr ((Phases & kSoftmaxPhase) != 0) {
+        for (std::size_t g = 0; g < br; g += group) {
+          const std::size_t mr = min_of(group, br - g);
+          rescale[g / group] = softmax_group(s_tile + g * Bc, alpha + g, mr,
+                                             S::block_keys(head, i0 + g, mr, j0, bc), m + g, l + g);
+        }
+      }
+      if constexpr ((Phases & kBlendPhase) != 0) {
+        for (std::size_t k0 = 0; k0 < bc; k0 += S::kBlendKeys) {
+          const std::size_t run = min_of(S::kBlendKeys, bc - k0);
+          for (std::size_t g = 0; g < br; g += group) {
+            const float* a = k0 == 0 && rescale[g / group] ? alpha + g : nullptr;
+            S::blend_rows(min_of(group, br - g), s_tile + g * Bc + k0, Bc, vb + k0 * dp, dp, run, a,
+                          o_acc + g * dp, 1, g == 0);
+          }
         }
       }
     };
@@ -135,6 +190,8 @@ struct TiledSimd : Simd<Arch> {
               S::widen_block(kt + j0 * d, round_up(bc, S::NR) * d, kt_wide);
               S::widen_block(v + j0 * dp, bc * dp, v_wide);
               block(i0, br, j0, bc, kt_wide, v_wide, false, o_acc, m, l);
+            } else if (few && br > MR && head.visible_keys(i0) >= j0 + bc) {
+              interleaved(i0, br, j0, bc, kt + j0 * d, v + j0 * dp, o_acc, m, l);
             } else {
               block(i0, br, j0, bc, kt + j0 * d, v + j0 * dp, few, o_acc, m, l);
             }
