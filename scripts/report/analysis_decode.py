@@ -126,6 +126,13 @@ def roofline_us(run, p: DecodePoint) -> float:
     return max(p.value("kv_bytes") / (triad * 1e3), flops(p) / (peak * 1e3))
 
 
+def compute_bound(run, p: DecodePoint) -> bool:
+    """The FMA peak, not the triad, bounds the point's call: its FLOPs per byte exceed the machine's balance
+    (the FMA peak over the triad of its thread count); False without both ceilings."""
+    triad, peak = run.triad_gbs(p.threads), run.fma_peak_gflops(p.threads)
+    return bool(triad and peak) and flop_per_byte(p) > peak / triad
+
+
 def roofline_pct_triad(run, p: DecodePoint) -> float:
     """The largest share of the triad the roofline lets a point read its K/V at: 100% unless its FLOPs at
     the FMA peak take longer than its bytes at the triad."""
@@ -420,7 +427,7 @@ class Target:
     noise: float  # the CV of the time (the larger of the two for a ratio; of the ratio, call by call)
     call_by_call: bool = False  # read from the window's types point (a ratio: both sides in one round)
     bound: float = math.nan  # the most the roofline allows the measure at this point (NaN: not computed)
-    ideal: float = math.nan  # what the bytes alone would allow: 100% of the triad, or the ratio of the bytes
+    compute_bound: bool = False  # the FMA peak, not the triad, sets the bound (of the 16-bit point, a speedup)
 
     @property
     def met(self) -> bool:
@@ -430,11 +437,6 @@ class Target:
     def beyond_roofline(self) -> bool:
         """The target asks more than the roofline (triad and FMA peak) allows at this point."""
         return self.bound < self.wanted
-
-    @property
-    def compute_bound(self) -> bool:
-        """The FMA peak, not the triad, bounds the point: the roofline allows less than the bytes alone."""
-        return self.bound < self.ideal * (1 - 1e-9)
 
 
 def targets(window: DecodeWindow) -> dict:
@@ -447,21 +449,21 @@ def targets(window: DecodeWindow) -> dict:
     for p in sorted(beyond, key=lambda p: (_order(p), TYPES.index(p.dtype))):
         pct, noise, call_by_call = _bandwidth(window, p)
         out["bandwidth"].append(Target(p, pct, TARGET_PCT_TRIAD, noise, call_by_call=call_by_call,
-                                       bound=roofline_pct_triad(run, p), ideal=100.0))
+                                       bound=roofline_pct_triad(run, p), compute_bound=compute_bound(run, p)))
     for row in rows(window, name):
         for t in SIXTEEN_BIT:  # both points beyond the L3: the 16-bit one's bytes, half the fp32's
             if row.threads == t_all and t in row.points and point_tier(run, row.points[t]) == "beyond L3":
                 bound = (roofline_us(run, row.points["f32"]) / roofline_us(run, row.points[t])
                          if "f32" in row.points else math.nan)
-                ideal = (row.points["f32"].value("kv_bytes") / row.points[t].value("kv_bytes")
-                         if "f32" in row.points else math.nan)
+                fmas = "f32" in row.points and compute_bound(run, row.points[t])  # then the bound is under 2x
                 alternated = types_point(window, row)
                 if alternated is not None and math.isfinite(alternated.speedup(t)):
                     out["speedup"].append(Target(row.points[t], alternated.speedup(t), TARGET_SPEEDUP,
-                                                 alternated.noise(t), call_by_call=True, bound=bound, ideal=ideal))
+                                                 alternated.noise(t), call_by_call=True, bound=bound,
+                                                 compute_bound=fmas))
                 elif "f32" in row.points:
                     out["speedup"].append(Target(row.points[t], row.speedup(t), TARGET_SPEEDUP, row.noise(t),
-                                                 bound=bound, ideal=ideal))
+                                                 bound=bound, compute_bound=fmas))
     # prefill: the types point (f32 and f16 called by turns) where the window has one, else the prefill points
     alternated = {p.threads: p for p in prefill_types(window, name)
                   if p.rows == TARGET_PREFILL_N and math.isfinite(p.speedup("f16"))}

@@ -315,6 +315,11 @@ class Analysis(unittest.TestCase):
         self.assertEqual([(t.point.rows, t.point.dtype, round(t.bound)) for t in targets["bandwidth"]
                           if t.compute_bound], [(4, "f16", 82), (4, "bf16", 82)])
         self.assertEqual([t.point.rows for t in targets["speedup"] if t.compute_bound], [4, 4])
+        # compute-bound exactly where the recomputed bound falls below what the bytes allow
+        for t in targets["bandwidth"]:
+            self.assertEqual(t.compute_bound, t.bound < 100 - 1e-6, t.point)
+        for t in targets["speedup"]:
+            self.assertEqual(t.compute_bound, t.bound < 2 - 1e-9, t.point)
         # with half the FMA peak the balance falls to 6.5: rows:4's 16-bit reads reach at most 41% of the triad
         data["context"]["fma_peak_gflops_threads_2"] = str(peak / 2e9)
         bandwidth = ad.targets(window_of(data))["bandwidth"]
@@ -467,7 +472,7 @@ class Report(unittest.TestCase):
         # where the FMAs bound a point below the triad but the target is within reach, the bound is shown and
         # the point is not counted beyond the roofline (16 FLOPs per byte against a balance of 13.0: 82%)
         self.assertIn("llama, rows:4, kv 16,384, fp16, 2 threads (all): 26%, the roofline allows at most 82%", text)
-        self.assertNotIn("llama, rows:4, kv 16,384, fp32, 2 threads (all): 43%, the roofline", text)
+        self.assertIn("llama, rows:4, kv 16,384, fp32, 2 threads (all): 43%; llama, rows:4, kv 16,384, fp16", text)
         self.assertIn("decode reads K/V at ≥ 75% of the triad: not met (9 of 18 points)", text)
         self.assertNotIn("A call takes at least", section_text(self.window))  # no target read: no paragraph
 
