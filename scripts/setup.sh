@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs every system package attnbench needs, from Debian 12's apt. Idempotent: does nothing
-# when all are present. Run as root (or with sudo available).
+# Installs what attnbench needs: the C++ libraries and tools from Debian 12's apt, and the Python
+# packages of requirements.txt (pinned, from PyPI) into the project's virtual environment .venv/.
+# Idempotent: does nothing when all are present. Run as root (or with sudo available) for apt.
 #   scripts/setup.sh           install what is missing
 #   scripts/setup.sh --check   exit 1 if anything is missing, install nothing
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   g++ cmake ninja-build              # toolchain
@@ -14,10 +16,8 @@ packages=(
   libbenchmark-dev libbenchmark-tools  # benchmarks (Google Benchmark 1.7.1, compare.py)
   libopenblas-dev                    # the OpenBLAS baseline
   libdnnl-dev                        # contender: oneDNN 2.6 (bench/contender_onednn.cpp)
-  python3-torch                      # contender: PyTorch 1.13 (scripts/contenders.py)
   libcli11-dev nlohmann-json3-dev    # command line, JSON
-  pybind11-dev python3-dev           # the Python module (python/)
-  python3-numpy python3-matplotlib python3-jinja2  # tests' .npy files, reports
+  python3-venv                       # the project's Python environment (.venv/, below)
   chromium                           # the report test opens report.html headless
 )
 
@@ -26,17 +26,32 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
+# The virtual environment is current when it holds the requirements it was made from.
+venv=.venv
+venv_current() { cmp -s requirements.txt "$venv/requirements.installed"; }
+
 if [[ ${1:-} == --check ]]; then
-  [[ ${#missing[@]} -eq 0 ]] || { echo "missing packages: ${missing[*]}"; exit 1; }
-  exit 0
-fi
-if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "setup: all ${#packages[@]} packages present"
-  exit 0
+  status=0
+  [[ ${#missing[@]} -eq 0 ]] || { echo "missing packages: ${missing[*]}"; status=1; }
+  venv_current || { echo "$venv/ is missing or older than requirements.txt"; status=1; }
+  exit $status
 fi
 
-sudo=""
-[[ $(id -u) -eq 0 ]] || sudo="sudo"
-echo "setup: installing ${missing[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: all ${#packages[@]} packages present"
+else
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if venv_current; then
+  echo "setup: $venv/ current with requirements.txt"
+else
+  echo "setup: installing requirements.txt into $venv/"
+  [[ -x $venv/bin/python ]] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements.txt
+  cp requirements.txt "$venv/requirements.installed"
+fi
