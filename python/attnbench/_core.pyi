@@ -1,0 +1,185 @@
+"""Type stubs of the extension attnbench._core (python/attnbench_module.cpp): what editors, type
+checkers and help() show. Keep in step with the module's signatures."""
+from typing import Any, Literal, TypeAlias, TypedDict, overload
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+Float32Array: TypeAlias = npt.NDArray[np.float32]
+KvDtype: TypeAlias = Literal["f32", "f16", "bf16"] | type | np.dtype[Any]
+""""f32", "f16" or "bf16", or a NumPy dtype or scalar type of float32, float16 or bfloat16."""
+
+class Error(ValueError):
+    """An invalid shape, option, size or value, as the library reports it: the message names the
+    field (or the argument) and its value, e.g. 'shape.q_len = 0: must be at least 1'."""
+
+class KernelInfo(TypedDict):
+    """One registry entry, as kernels() lists it."""
+
+    name: str
+    """"strategy/backend[/isa]", e.g. "tiled/simd/avx2"."""
+    strategy: Literal["naive", "tiled"]
+    backend: Literal["scalar", "autovec", "simd", "openblas"]
+    isa: Literal["generic", "sse4.2", "avx2", "avx512f"]
+    available: bool
+    """Whether it runs on this CPU."""
+    dispatches: bool
+    """Whether it picks its best ISA variant at run time."""
+    runs: str
+    """The kernel it runs here: itself, or the variant a dispatching entry picks."""
+    has_backward: bool
+    """Whether the kernel it runs has a backward pass (attention_backward)."""
+    kv_dtypes: list[Literal["f32", "f16", "bf16"]]
+    """The K/V storage types it takes (attention's kv_dtype, KvCache)."""
+
+class KvCache:
+    """One layer's keys and values, kept packed for attention() to read as they are.
+
+    The cache holds up to `capacity` tokens for batch x kv_heads key/value heads of head_dim
+    elements, stored as kv_dtype in the layout of `kernel`. Each append packs (and rounds) only the
+    new tokens; attention(q, cache=cache) reads them with no copy and equals, bit for bit,
+    attention(q, k, v, kv_dtype=cache.dtype) on the K and V appended so far. Safe to share between
+    Python threads.
+    """
+
+    def __init__(self, kv_heads: int, head_dim: int, capacity: int, batch: int = 1, *,
+                 kv_dtype: KvDtype = "f32", kernel: str | None = None) -> None:
+        """An empty cache for batch x kv_heads heads of head_dim elements, up to capacity tokens.
+
+        Args:
+            kv_heads: key/value heads per batch entry (>= 1); the queries' heads must be a multiple.
+            head_dim: elements per key and value row (>= 1); the queries' last axis.
+            capacity: most tokens the cache holds (>= 1); its storage is allocated now.
+            batch: batch entries (>= 1), the queries' first axis when they have rank 4.
+            kv_dtype: how K and V are stored: "f32", "f16" or "bf16".
+            kernel: a kernel name with a packed layout (tiled/simd, naive/simd or an ISA variant),
+                default the registry's first that runs here.
+
+        Raises:
+            Error: a size below 1, a kernel that reads K and V in place, a kv_dtype it does not
+                store. ValueError: an unknown kernel or kv_dtype name. TypeError: a bad kv_dtype.
+        """
+    def append(self, k: Float32Array, v: Float32Array, *, threads: int | None = None) -> None:
+        """Appends K and V rows of new tokens, rounded to the cache's dtype.
+
+        Args:
+            k: float32 keys of shape (tokens, head_dim), (kv_heads, tokens, head_dim) or
+                (batch, kv_heads, tokens, head_dim), C-contiguous, the cache's sizes.
+            v: float32 values of k's shape.
+            threads: packing threads, None for every core.
+
+        Raises:
+            TypeError: k or v not a float32 ndarray. ValueError: shapes that differ from each other
+                or the cache's, more tokens than the capacity has left. Error: a finite value the
+                16-bit dtype would turn into an infinity. The cache is unchanged on any error.
+        """
+    def truncate(self, length: int) -> None:
+        """Keeps the first `length` tokens and forgets the rest.
+
+        Args:
+            length: tokens to keep, 0 to the cache's length.
+
+        Raises:
+            ValueError: a negative length. Error: more tokens than the cache holds.
+        """
+    def clear(self) -> None:
+        """Forgets every token; the capacity and the storage are kept."""
+    @overload
+    def attention(self, q: Float32Array, *, causal: bool = False, scale: float | None = None,
+                  kernel: str | None = None, threads: int | None = None,
+                  return_lse: Literal[False] = False) -> Float32Array: ...
+    @overload
+    def attention(self, q: Float32Array, *, causal: bool = False, scale: float | None = None,
+                  kernel: str | None = None, threads: int | None = None,
+                  return_lse: Literal[True]) -> tuple[Float32Array, Float32Array]: ...
+    def __len__(self) -> int:
+        """Tokens the cache holds now (its length)."""
+    @property
+    def length(self) -> int:
+        """Tokens the cache holds now."""
+    @property
+    def capacity(self) -> int:
+        """Most tokens the cache holds."""
+    @property
+    def dtype(self) -> Literal["f32", "f16", "bf16"]:
+        """How K and V are stored."""
+    @property
+    def batch(self) -> int:
+        """Batch entries."""
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads per batch entry."""
+    @property
+    def head_dim(self) -> int:
+        """Elements per key and value row."""
+    @property
+    def kernel(self) -> str:
+        """The kernel whose layout the cache keeps (the variant that runs here)."""
+    @property
+    def kv_bytes(self) -> int:
+        """Bytes of K and V a call over the cache's length reads."""
+    @property
+    def storage_bytes(self) -> int:
+        """Bytes the cache holds, padding included."""
+
+@overload
+def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
+              causal: bool = False, scale: float | None = None, kernel: str | None = None,
+              threads: int | None = None, return_lse: Literal[False] = False,
+              kv_dtype: KvDtype | None = None, cache: KvCache | None = None) -> Float32Array: ...
+@overload
+def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
+              causal: bool = False, scale: float | None = None, kernel: str | None = None,
+              threads: int | None = None, return_lse: Literal[True],
+              kv_dtype: KvDtype | None = None,
+              cache: KvCache | None = None) -> tuple[Float32Array, Float32Array]: ...
+def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
+              causal: bool = False, scale: float | None = None, kernel: str | None = None,
+              threads: int | None = None, return_lse: bool = False,
+              kv_dtype: KvDtype | None = None,
+              cache: KvCache | None = None) -> Float32Array | tuple[Float32Array, Float32Array]:
+    """O = softmax(Q K^T * scale) V for float32 arrays of shape (n, d), (h, n, d) or (b, h, n, d).
+
+    Args:
+        q: float32 queries, C-contiguous.
+        k: float32 keys of q's rank and head dim, possibly fewer heads (grouped-query attention);
+            None with cache.
+        v: float32 values of k's shape; None with cache.
+        causal: bottom-right causal mask.
+        scale: multiplies every score, default 1/sqrt(d).
+        kernel: a name from kernels(), default the first that runs here (with cache: the cache's).
+        threads: worker threads, None for every core.
+        return_lse: also return each query row's log-sum-exp (what attention_backward takes).
+        kv_dtype: how the call stores K and V: "f32", "f16" or "bf16"; default "f32", with cache
+            the cache's. Inputs, outputs and accumulation stay float32.
+        cache: a KvCache holding K and V (then k and v are None).
+
+    Returns:
+        O of q's shape, or (O, LSE) with return_lse.
+
+    Raises:
+        TypeError, ValueError, Error: naming the argument and its value.
+    """
+
+def attention_backward(q: Float32Array, k: Float32Array, v: Float32Array, o: Float32Array,
+                       lse: Float32Array, d_o: Float32Array, *, causal: bool = False,
+                       scale: float | None = None, kernel: str | None = None,
+                       threads: int | None = None) -> tuple[Float32Array, Float32Array, Float32Array]:
+    """(dQ, dK, dV) of the loss whose gradient with respect to O is d_o.
+
+    Args:
+        q, k, v: as given to attention().
+        o, lse: as attention(..., return_lse=True) returned them.
+        d_o: gradient of the loss with respect to O, of q's shape.
+        causal, scale: as given to attention().
+        kernel: a kernel whose has_backward is true, default the first available one.
+        threads: worker threads, None for every core; the result is the same for any.
+
+    Returns:
+        dQ of q's shape, dK and dV of k's shape.
+    """
+
+def kernels() -> list[KernelInfo]:
+    """Every registry kernel in priority order."""
