@@ -1,7 +1,9 @@
-"""The Python module `attnbench` (python/attnbench_module.cpp) on NumPy arrays.
+"""The Python package `attnbench` (python/attnbench/, its extension python/attnbench_module.cpp) on
+NumPy arrays.
 
-ctest runs it with the built module on PYTHONPATH and the CLI's path in ATTNBENCH_CLI:
-  PYTHONPATH=build/python ATTNBENCH_CLI=build/bin/attnbench /usr/bin/python3 -m unittest \
+ctest runs it with the project's Python, the built package on PYTHONPATH and the CLI's path in
+ATTNBENCH_CLI:
+  PYTHONPATH=build/python ATTNBENCH_CLI=build/bin/attnbench .venv/bin/python -m unittest \
       discover -s tests/python
 """
 import os
