@@ -44,7 +44,7 @@
 #include <tuple>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "bench_inputs.hpp"
 #include "build_info.hpp"
 #include "ceilings.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "forward_counts.hpp"
 
 namespace attnbench::bench {

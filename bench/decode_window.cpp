@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "bench_inputs.hpp"
 #include "ceilings.hpp"
 #include "window_support.hpp"

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "testing/error_bound.hpp"
 #include "testing/problem.hpp"
 

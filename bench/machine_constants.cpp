@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "bench_inputs.hpp"
 #include "ceilings.hpp"
 #include "forward_counts.hpp"

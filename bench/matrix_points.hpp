@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "kernels/kernel_interface.hpp"
 
 namespace attnbench::bench {

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <string>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 
 namespace attnbench::bench {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "kernels/kernel_interface.hpp"
 #include "large_blocks.hpp"
 

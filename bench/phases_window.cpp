@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "bench_inputs.hpp"
 #include "kernels/kernel_interface.hpp"
 #include "packed_head.hpp"

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 
 namespace attnbench::bench {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "build_info.hpp"
 #include "ceilings.hpp"
 #include "contender.hpp"

@@ -12,7 +12,7 @@
 #include <regex>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "ceilings.hpp"
 
 int main(int argc, char** argv) {

@@ -50,10 +50,11 @@
 #include <tuple>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "testing/backward.hpp"
 #include "testing/error_bound.hpp"
 #include "testing/problem.hpp"
+#include "testing/reference.hpp"
 
 namespace attnbench::fuzz {
 

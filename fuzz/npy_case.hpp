@@ -21,7 +21,7 @@
 #include <span>
 #include <string>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "npy/npy.hpp"
 
 namespace attnbench::fuzz {

@@ -15,7 +15,7 @@ fi
 if [[ $# -gt 0 ]]; then
   files=("$@")
 else
-  mapfile -t files < <(find src bench tests testing fuzz python -type f \( -name '*.cpp' -o -name '*.hpp' \) | sort)
+  mapfile -t files < <(find include src apps bench tests testing fuzz python -type f \( -name '*.cpp' -o -name '*.hpp' \) | sort)
 fi
 
 if ! $check; then

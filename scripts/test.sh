@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, configures and builds (Release, assertions on) in
-# build/, and runs every test under ctest.
+# The test command: installs what is missing, configures and builds the `release` preset
+# (CMakePresets.json: Release, assertions on, in build/), and runs every test under ctest.
 #   scripts/test.sh [extra ctest arguments, e.g. -R cli]
 #   scripts/test.sh --sanitize   the sanitizer builds instead (CMakePresets.json): ASan + UBSan
 #                                over every test (build-asan/), TSan over the threaded ones
@@ -81,6 +81,6 @@ if [[ ${1:-} == --sanitize ]]; then
   exit
 fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNBENCH_ASSERTIONS=ON
-cmake --build build -j "$jobs"
-ctest --test-dir build --output-on-failure -j "$jobs" "$@"
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$jobs"
+ctest --preset release -j "$jobs" "$@"

@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "call_plan.hpp"
 #include "kernels/common.hpp"
 #include "task_runner.hpp"
@@ -103,8 +103,9 @@ void validate_cache(const Kernel& kernel, const Shape& shape, const Options& opt
     throw Error("options.kv_type", std::string(to_string(options.kv_type)),
                 "tensors.kv_cache stores " + std::string(to_string(cache.type())));
   }
-  const kernels::KernelCode* code = resolve(kernel).code(cache.type());
-  if (code == nullptr || code->packing.pack != cache.kernel().code(cache.type())->packing.pack) {
+  const kernels::KernelCode* code = kernels::code(resolve(kernel), cache.type());
+  if (code == nullptr ||
+      code->packing.pack != kernels::code(cache.kernel(), cache.type())->packing.pack) {
     throw Error("tensors.kv_cache", std::string(cache.kernel().name),
                 "is packed in that kernel's layout, which kernel " + std::string(kernel.name) +
                     " does not read");
@@ -218,7 +219,7 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   const std::size_t d = shape.head_dim;
   const std::size_t kv_heads = shape.batch * shape.kv_heads;
   const KvCache* cache = tensors.kv_cache;
-  const kernels::KernelCode& code = *kernel.code(cache ? cache->type() : options.kv_type);
+  const kernels::KernelCode& code = *kernels::code(kernel, cache ? cache->type() : options.kv_type);
   ws.reset_peak();
   Workspace::Scope call(ws);
   driver::TaskRunner tasks(worker_threads(options), ws);

@@ -16,7 +16,7 @@
 #include <memory>
 #include <new>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "kernels/kernel_interface.hpp"
 #include "task_runner.hpp"
 #include "tensor_checks.hpp"
@@ -94,7 +94,7 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
                                  const Gradients& gradients, Workspace& ws) {
   const Kernel& kernel = resolve(requested);
   validate_backward(kernel, shape, options, forward, gradients);
-  const kernels::Backward& code = kernel.code()->backward;
+  const kernels::Backward& code = kernels::code(kernel)->backward;
   const std::size_t d = shape.head_dim;
   const std::size_t heads = shape.batch * shape.q_heads;
   const std::size_t kv_heads = shape.batch * shape.kv_heads;

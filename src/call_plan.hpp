@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "kernels/common.hpp"
 #include "kernels/kernel_interface.hpp"
 

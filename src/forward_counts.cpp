@@ -20,7 +20,7 @@ std::size_t blocks(std::size_t x, std::size_t of) { return (x + of - 1) / of; }
 ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const Options& options) {
   validate(shape, options);
   const Kernel& kernel = resolve(requested);
-  const kernels::KernelCode* code = kernel.code(options.kv_type);
+  const kernels::KernelCode* code = kernels::code(kernel, options.kv_type);
   if (code == nullptr) {
     throw Error("options.kv_type", std::string(to_string(options.kv_type)),
                 "kernel " + std::string(kernel.name) + " does not store K and V in that type");

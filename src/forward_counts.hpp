@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 
 namespace attnbench {
 namespace kernels {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "kernels/kernel_interface.hpp"
 #include "large_blocks.hpp"
 #include "task_runner.hpp"
@@ -25,7 +25,7 @@ const kernels::KvPacking& checked_packing(const Kernel& kernel, KvType type) {
     throw Error("kernel", std::string(kernel.name), "this CPU lacks the instructions it needs");
   }
   driver::require_stores("type", kernel, type);
-  const kernels::KernelCode* code = kernel.code(type);
+  const kernels::KernelCode* code = kernels::code(kernel, type);
   if (code->packing.pack == nullptr) {
     throw Error("kernel", std::string(kernel.name),
                 "reads K and V in place, so it has no packed layout to cache; use tiled/simd or "
@@ -101,7 +101,7 @@ void KvCache::append(const float* k, const float* v, std::size_t tokens, std::si
     throw Error("threads", std::to_string(threads), "must be at most 1024 (0 means every core)");
   }
 
-  const kernels::KvPacking& packing = kernel_.code(type_)->packing;
+  const kernels::KvPacking& packing = kernels::code(kernel_, type_)->packing;
   const std::size_t first = length_, last = length_ + tokens;
   // Ranges split at multiples of kPackKeys (whole panels), so threads write disjoint panels.
   const std::size_t first_range = first / kernels::kPackKeys;

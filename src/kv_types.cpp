@@ -2,7 +2,7 @@
 // kernels/storage.hpp, the one definition of the rounding.
 #include <cmath>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "kernels/storage.hpp"
 
 namespace attnbench {

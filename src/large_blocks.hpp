@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdlib>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 
 namespace attnbench::driver {
 

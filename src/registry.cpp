@@ -5,11 +5,12 @@
 #include <xsimd/xsimd.hpp>
 
 #include <array>
+#include <cassert>
 #include <deque>
 #include <string>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "kernels/kernel_interface.hpp"
 
 namespace attnbench {
@@ -66,6 +67,9 @@ namespace {
 struct Registry {
   std::deque<std::string> names;  // what each Kernel::name views (a deque never moves them)
   std::vector<Kernel> kernels;
+  // kernels[i]'s code per KvType (indexed by KvType): null where it does not store that type,
+  // all null for a dispatching entry. Kept beside the public Kernel, which users see.
+  std::vector<std::array<const kernels::KernelCode*, kKvTypes>> codes;
 
   // `codes`: the kernel's code per KvType (f32 first), empty for a dispatching entry.
   void add(Strategy strategy, Backend backend, Isa isa, bool isa_in_name,
@@ -79,8 +83,10 @@ struct Registry {
                   .backend = backend,
                   .isa = isa,
                   .dispatches = codes.empty()};
-    for (std::size_t t = 0; t < codes.size(); ++t) kernel.codes[t] = &codes[t];
+    std::array<const kernels::KernelCode*, kKvTypes> by_type{};
+    for (std::size_t t = 0; t < codes.size(); ++t) by_type[t] = &codes[t];
     kernels.push_back(kernel);
+    this->codes.push_back(by_type);
   }
 
   // "strategy/simd", then one variant per ISA.
@@ -112,12 +118,20 @@ const Registry& the_registry() {
 
 std::span<const kernels::SimdTable* const> kernels::simd_tables() { return kSimdByPriority; }
 
-bool Kernel::has_backward() const {
-  const Kernel& runs = resolve(*this);
-  return runs.code() != nullptr && runs.code()->backward.key_block != nullptr;
+const kernels::KernelCode* kernels::code(const Kernel& kernel, KvType type) {
+  const Registry& r = the_registry();
+  const auto index = static_cast<std::size_t>(&kernel - r.kernels.data());
+  // Every Kernel a caller holds is a reference into registry().
+  assert(index < r.kernels.size());
+  return r.codes[index][static_cast<std::size_t>(type)];
 }
 
-bool Kernel::stores(KvType type) const { return resolve(*this).code(type) != nullptr; }
+bool Kernel::has_backward() const {
+  const kernels::KernelCode* runs = kernels::code(resolve(*this));
+  return runs != nullptr && runs->backward.key_block != nullptr;
+}
+
+bool Kernel::stores(KvType type) const { return kernels::code(resolve(*this), type) != nullptr; }
 
 bool Kernel::available() const {
   return dispatches ? !resolve(*this).dispatches : cpu_supports(isa);
@@ -148,6 +162,13 @@ const Kernel& default_kernel() {
     if (k.available()) return k;
   }
   return registry().back();  // the scalar kernels run everywhere, so this is not reached
+}
+
+const Kernel& default_backward_kernel() {
+  for (const Kernel& k : registry()) {
+    if (k.available() && k.has_backward()) return k;
+  }
+  throw Error("kernel", "(default)", "no kernel available on this CPU has a backward pass");
 }
 
 std::string_view to_string(Strategy strategy) {

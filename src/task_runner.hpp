@@ -14,18 +14,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "attnbench.hpp"
-
-namespace attnbench {
-
-// The arena a Workspace keeps (Workspace::arena_): one of `threads` threads.
-struct Workspace::Arena {
-  explicit Arena(std::size_t threads) : threads(threads), arena(static_cast<int>(threads)) {}
-  std::size_t threads;
-  tbb::task_arena arena;
-};
-
-}  // namespace attnbench
+#include "workspace.hpp"
 
 namespace attnbench::driver {
 
@@ -39,10 +28,11 @@ class TaskRunner {
   // the reference it holds on oneTBB's scheduler) goes.
   TaskRunner(std::size_t threads, Workspace& ws) : ws_(ws), threads_(threads) {
     if (threads > 1) {
-      ws.reserve_workers(threads);
-      if (!ws.arena_ || ws.arena_->threads != threads)
-        ws.arena_ = std::make_unique<Workspace::Arena>(threads);
-      arena_ = &ws.arena_->arena;
+      Workspace::Impl& impl = ws.impl();
+      impl.reserve_workers(threads);
+      if (!impl.arena || impl.arena->threads != threads)
+        impl.arena = std::make_unique<Workspace::Impl::Arena>(threads);
+      arena_ = &impl.arena->arena;
     }
   }
 
@@ -63,7 +53,7 @@ class TaskRunner {
     arena_->execute([&] {
       tbb::parallel_for(std::size_t{0}, count, [&](std::size_t i) {
         const int thread = tbb::this_task_arena::current_thread_index();
-        task(i, ws_.worker(static_cast<std::size_t>(thread)));
+        task(i, ws_.impl().worker(static_cast<std::size_t>(thread)));
       });
     });
   }
@@ -83,7 +73,7 @@ class TaskRunner {
           tbb::blocked_range<std::size_t>(0, threads_, 1),
           [&](const tbb::blocked_range<std::size_t>&) {
             const int thread = tbb::this_task_arena::current_thread_index();
-            Workspace& local = ws_.worker(static_cast<std::size_t>(thread));
+            Workspace& local = ws_.impl().worker(static_cast<std::size_t>(thread));
             for (std::size_t i = next++; i < count; i = next++) task(i, local);
           },
           tbb::simple_partitioner());

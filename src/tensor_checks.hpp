@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 
 namespace attnbench::driver {
 
@@ -75,7 +75,7 @@ inline void require_disjoint(std::initializer_list<NamedBytes> outputs,
 
 // Throws, as `field`, when `kernel` (resolved) does not store K and V as `type`.
 inline void require_stores(const char* field, const Kernel& kernel, KvType type) {
-  if (kernel.code(type) == nullptr) {
+  if (kernels::code(kernel, type) == nullptr) {
     throw Error(field, std::string(to_string(type)),
                 "kernel " + std::string(kernel.name) +
                     " stores K and V as f32 only (tiled/simd and naive/simd store f16 and bf16)");

@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "testing/error_bound.hpp"
 #include "testing/problem.hpp"
+#include "testing/reference.hpp"
 
 namespace attnbench::testing {
 

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 
 namespace attnbench::testing {
 

@@ -7,8 +7,9 @@
 #include <random>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "testing/error_bound.hpp"
+#include "testing/reference.hpp"
 
 namespace attnbench::testing {
 

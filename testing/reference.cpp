@@ -4,7 +4,7 @@
 #include <limits>
 #include <vector>
 
-#include "attnbench.hpp"
+#include "testing/reference.hpp"
 
 namespace attnbench {
 

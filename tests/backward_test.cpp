@@ -431,7 +431,7 @@ TEST_P(EveryBackwardKernel, TiledScratchDoesNotGrowWithKeys) {
     attention_backward(kernel(), p.shape, p.options, t,
                        Gradients{d_o.data(), g.dq.data(), g.dk.data(), g.dv.data()}, ws);
     return ws.peak_bytes() -
-           kernels::packed_bytes(resolve(kernel()).code()->backward.packing, p.shape);
+           kernels::packed_bytes(kernels::code(resolve(kernel()))->backward.packing, p.shape);
   };
   const std::size_t short_keys = working(1024);
   EXPECT_EQ(short_keys, working(16384));

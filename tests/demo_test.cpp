@@ -153,7 +153,7 @@ CopyConfig reduced_copy() {
 }
 
 TEST(DemoCopy, AttentionAccurateAtEveryLengthBottleneckFallsAsNGrows) {
-  const Kernel& kernel = best_backward_kernel(Strategy::tiled);
+  const Kernel& kernel = default_backward_kernel();
   const CopyResult r = copy_task(kernel, reduced_copy());
   ASSERT_EQ(r.rows.size(), 3u);
   EXPECT_EQ(r.kernel, resolve(kernel).name);
@@ -184,7 +184,7 @@ TEST(DemoCopy, AttentionAccurateAtEveryLengthBottleneckFallsAsNGrows) {
 TEST(DemoCopy, HandWrittenGradientsMatchFiniteDifferences) {
   for (std::size_t n : {1, 2, 5}) {
     SCOPED_TRACE("n = " + std::to_string(n));
-    const CopyGradientCheck check = copy_gradient_check(best_backward_kernel(Strategy::tiled), n);
+    const CopyGradientCheck check = copy_gradient_check(default_backward_kernel(), n);
     // Measured 4e-6 to 2e-5: float32 forwards differenced at steps of 1e-2 to 6e-4. A wrong
     // gradient (a missing term, a transposed weight) is off by its own size, ~1.
     EXPECT_LT(check.attention, 1e-3);
@@ -195,10 +195,10 @@ TEST(DemoCopy, HandWrittenGradientsMatchFiniteDifferences) {
 TEST(DemoCopy, SameNumbersOnEveryThreadCount) {
   CopyConfig c = CopyConfig::quick();
   c.threads = 1;
-  const CopyResult one = copy_task(best_backward_kernel(Strategy::tiled), c);
+  const CopyResult one = copy_task(default_backward_kernel(), c);
   for (std::size_t threads : {0, 2}) {  // 0: every core
     c.threads = threads;
-    const CopyResult many = copy_task(best_backward_kernel(Strategy::tiled), c);
+    const CopyResult many = copy_task(default_backward_kernel(), c);
     ASSERT_EQ(many.rows.size(), one.rows.size());
     for (std::size_t i = 0; i < one.rows.size(); ++i) {
       SCOPED_TRACE("threads " + std::to_string(threads) + ", n = " + std::to_string(one.rows[i].n));
@@ -211,7 +211,7 @@ TEST(DemoCopy, SameNumbersOnEveryThreadCount) {
 }
 
 TEST(DemoCopy, TrainsOnAKernelWithABackward) {
-  const Kernel& kernel = best_backward_kernel(Strategy::tiled);
+  const Kernel& kernel = default_backward_kernel();
   EXPECT_TRUE(kernel.has_backward()) << kernel.name;
   EXPECT_TRUE(kernel.available()) << kernel.name;
   EXPECT_EQ(kernel.strategy, Strategy::tiled);
@@ -270,7 +270,7 @@ TEST(DemoJson, EveryDemoHasItsFields) {
   EXPECT_EQ(to_json(alignment(k))["weights"].size(), 3u);
   EXPECT_TRUE(to_json(order(k))["with_positions"].contains("max_difference"));
   EXPECT_EQ(to_json(uniform(k))["cases"].size(), 2u);
-  const Json copy = to_json(copy_task(best_backward_kernel(Strategy::tiled), CopyConfig::quick()));
+  const Json copy = to_json(copy_task(default_backward_kernel(), CopyConfig::quick()));
   EXPECT_EQ(copy["bottleneck_width"], 64);
   ASSERT_EQ(copy["rows"].size(), 2u);
   for (const char* field :

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "call_plan.hpp"
 #include "forward_counts.hpp"
 #include "kernels/kernel_interface.hpp"
@@ -53,7 +53,7 @@ TEST(ForwardCounts, SimdKernelsCountTheirPaddedTiles) {
   for (const Kernel& k : registry()) {
     if (k.backend != Backend::simd || k.dispatches || !k.available()) continue;
     SCOPED_TRACE(std::string(k.name));
-    const kernels::KernelCode& code = *k.code();
+    const kernels::KernelCode& code = *kernels::code(k);
     const std::size_t q = 300, n = 500, d = 24;
     const kernels::ForwardBlocking b = code.forward.blocking(d);
     const ForwardCounts c = forward_counts(k, Shape{1, 1, 1, q, n, d}, with(1));
@@ -105,7 +105,7 @@ TEST(ForwardCounts, ThreadsCountTasksAndTheirQueryBlocks) {
   const double compute_tasks = double(blocks(2048, two.query_block));
   EXPECT_DOUBLE_EQ(two.compute_tasks, compute_tasks);
   // Packing tasks of their own, unless each thread packs a copy (whether this CPU's L2 holds it)
-  const bool replicated = driver::replicates_packing(*k.code(), shape, 2);
+  const bool replicated = driver::replicates_packing(*kernels::code(k), shape, 2);
   EXPECT_DOUBLE_EQ(two.tasks,
                    compute_tasks + (replicated ? 0.0 : double(blocks(2048, kernels::kPackKeys))));
   EXPECT_DOUBLE_EQ(two.pack_bytes, one.pack_bytes * (replicated ? 2.0 : 1.0));
@@ -120,9 +120,9 @@ TEST(ForwardCounts, SmallCallsPackACopyPerThread) {
   const Kernel& k = resolve(*find_kernel("tiled/simd"));
   if (!k.available()) GTEST_SKIP() << "no SIMD kernel on this CPU";
   const Shape small{1, 2, 2, 128, 128, 64}, large{1, 1, 1, 128, 1 << 16, 64};
-  EXPECT_TRUE(driver::replicates_packing(*k.code(), small, 2));
-  EXPECT_FALSE(driver::replicates_packing(*k.code(), small, 1));
-  EXPECT_FALSE(driver::replicates_packing(*k.code(), large, 2));  // 32 MiB packed
+  EXPECT_TRUE(driver::replicates_packing(*kernels::code(k), small, 2));
+  EXPECT_FALSE(driver::replicates_packing(*kernels::code(k), small, 1));
+  EXPECT_FALSE(driver::replicates_packing(*kernels::code(k), large, 2));  // 32 MiB packed
   const ForwardCounts one = forward_counts(k, small, with(1)),
                       two = forward_counts(k, small, with(2));
   EXPECT_DOUBLE_EQ(two.pack_bytes, 2 * one.pack_bytes);
@@ -137,7 +137,7 @@ TEST(ForwardCounts, SmallCallsPackACopyPerThread) {
 TEST(ForwardCounts, KeyChunksAreTheStreamsWorkingSet) {
   const Kernel& k = resolve(*find_kernel("tiled/simd"));
   if (!k.available()) GTEST_SKIP() << "no SIMD kernel on this CPU";
-  const kernels::ForwardBlocking b = k.code()->forward.blocking(256);
+  const kernels::ForwardBlocking b = kernels::code(k)->forward.blocking(256);
   ASSERT_GT(b.chunk_keys, 0u);
   const double key_bytes = (256.0 + double(b.padded_dim)) * 4;
   const std::size_t q_len = b.query_block * b.super_blocks * 2;
@@ -159,7 +159,7 @@ TEST(ForwardCounts, KeyChunksAreTheStreamsWorkingSet) {
 TEST(ForwardCounts, DecodingStreamsEachKeyValueHeadOnce) {
   const Kernel& k = resolve(*find_kernel("tiled/simd"));
   if (!k.available()) GTEST_SKIP() << "no SIMD kernel on this CPU";
-  const kernels::ForwardBlocking b = k.code()->forward.blocking(128);
+  const kernels::ForwardBlocking b = kernels::code(k)->forward.blocking(128);
   for (const std::size_t kv_len : {8192, 2048}) {
     const Shape shape{1, 32, 8, 1, kv_len, 128};
     const double keys = 8.0 * double(kv_len) * double(128 + b.padded_dim);
@@ -183,7 +183,7 @@ TEST(ForwardCounts, CausalSimdTilesScoreTheirWidestRowAndBlendEachRowsKeys) {
   const Kernel& k = resolve(*find_kernel("tiled/simd"));
   if (!k.available()) GTEST_SKIP() << "no SIMD kernel on this CPU";
   const std::size_t d = 16;
-  const kernels::ForwardBlocking b = k.code()->forward.blocking(d);
+  const kernels::ForwardBlocking b = kernels::code(k)->forward.blocking(d);
   // The row groups the kernel makes (kernels::row_group), written out: 64 rows of 12-row tiles
   // are 5 x 11 + 9, not 5 x 12 + 4; of 6-row tiles 10 x 6 + 4; 100 rows 8 x 12 + 4 and 16 x 6 + 4.
   const std::map<std::pair<std::size_t, std::size_t>, std::vector<std::size_t>> groups = {

@@ -315,7 +315,7 @@ TEST_P(EveryKernel, LongHeadsInKeyChunksGiveWhatQueryBlocksAloneGive) {
   // all keys. Rows meet the same key blocks in the same order either way: bitwise equal, and
   // within the oracle's bound. The shape leaves a short last chunk and a short last super block.
   const std::size_t d = 250;
-  const kernels::KernelCode* code = resolve(kernel()).code();
+  const kernels::KernelCode* code = kernels::code(resolve(kernel()));
   const kernels::ForwardBlocking b =
       code && code->forward.blocking ? code->forward.blocking(d) : kernels::ForwardBlocking{};
   if (b.chunk_keys == 0) GTEST_SKIP() << kernel().name << " takes no key chunks";
@@ -371,14 +371,15 @@ TEST_P(EveryKernel, ScratchFollowsTheMemoryStrategy) {
     // Apart from the packed copy of K and V that a SIMD kernel streams (the size of K and V
     // again, O(n d)), a tiled kernel's scratch does not depend on the key length.
     auto working = [&](std::size_t kv_len) {
-      return scratch(64, kv_len) -
-             kernels::packed_bytes(resolve(kernel()).code()->packing, {1, 1, 1, 64, kv_len, 64});
+      return scratch(64, kv_len) - kernels::packed_bytes(kernels::code(resolve(kernel()))->packing,
+                                                         {1, 1, 1, 64, kv_len, 64});
     };
     const std::size_t short_keys = working(1024);
     EXPECT_EQ(short_keys, working(16384));
     EXPECT_LT(short_keys, 64u * 1024 * 4);  // less than the score matrix it avoids
-    EXPECT_LE(kernels::packed_bytes(resolve(kernel()).code()->packing, {1, 1, 1, 64, 16384, 64}),
-              2 * 16384 * 64 * 4 + 4096);
+    EXPECT_LE(
+        kernels::packed_bytes(kernels::code(resolve(kernel()))->packing, {1, 1, 1, 64, 16384, 64}),
+        2 * 16384 * 64 * 4 + 4096);
   }
 }
 

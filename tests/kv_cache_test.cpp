@@ -87,9 +87,11 @@ TEST(StoredTypes, PackedCopyIsHalfTheBytes) {
   for (const std::string& name : storing_kernels()) {
     const Kernel& k = *find_kernel(name);
     const Shape shape{1, 1, 1, 64, 4096, 128};
-    const std::size_t f32 = kernels::packed_bytes(k.code(KvType::f32)->packing, shape);
-    EXPECT_EQ(kernels::packed_bytes(k.code(KvType::f16)->packing, shape) * 2, f32) << name;
-    EXPECT_EQ(kernels::packed_bytes(k.code(KvType::bf16)->packing, shape) * 2, f32) << name;
+    const std::size_t f32 = kernels::packed_bytes(kernels::code(k, KvType::f32)->packing, shape);
+    EXPECT_EQ(kernels::packed_bytes(kernels::code(k, KvType::f16)->packing, shape) * 2, f32)
+        << name;
+    EXPECT_EQ(kernels::packed_bytes(kernels::code(k, KvType::bf16)->packing, shape) * 2, f32)
+        << name;
   }
 }
 

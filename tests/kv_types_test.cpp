@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "kernels/kernel_interface.hpp"
 #include "tensor_checks.hpp"
 

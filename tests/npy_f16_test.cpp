@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "npy_test_support.hpp"
 
 using namespace npy_testing;

@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 #include "demo/demos.hpp"
 #include "npy/npy.hpp"
 
@@ -53,18 +53,6 @@ std::string shape_string(const std::vector<std::size_t>& dims) {
   return "(" + joined(dims) + (dims.size() == 1 ? ",)" : ")");
 }
 
-// (len, dim), (heads, len, dim) or (batch, heads, len, dim) as {batch, heads, len, dim}.
-std::array<std::size_t, 4> as_bhnd(const std::string& name, const std::vector<std::size_t>& dims) {
-  if (dims.size() < 2 || dims.size() > 4) {
-    throw UsageError(name + ": shape " + shape_string(dims) + " has " +
-                     std::to_string(dims.size()) +
-                     " dimensions; expected (n, d), (h, n, d) or (b, h, n, d)");
-  }
-  std::array<std::size_t, 4> bhnd{1, 1, 1, 1};
-  std::copy(dims.begin(), dims.end(), bhnd.end() - dims.size());
-  return bhnd;
-}
-
 // "V.npy: shape (6, 8) differs from K.npy shape (5, 8); K and V must have the same shape".
 void require_same_shape(const std::string& name, const attnbench::npy::Array& a,
                         const std::string& other_name, const attnbench::npy::Array& other,
@@ -73,32 +61,6 @@ void require_same_shape(const std::string& name, const attnbench::npy::Array& a,
     throw UsageError(name + ": shape " + shape_string(a.shape) + " differs from " + other_name +
                      " shape " + shape_string(other.shape) + "; " + rule);
   }
-}
-
-Shape shape_of(const std::string& q_name, const attnbench::npy::Array& q, const std::string& k_name,
-               const attnbench::npy::Array& k, const std::string& v_name,
-               const attnbench::npy::Array& v) {
-  require_same_shape(v_name, v, k_name, k, "K and V must have the same shape");
-  if (k.shape.size() != q.shape.size()) {
-    throw UsageError(k_name + ": shape " + shape_string(k.shape) + " has " +
-                     std::to_string(k.shape.size()) + " dimensions but " + q_name + " shape " +
-                     shape_string(q.shape) + " has " + std::to_string(q.shape.size()));
-  }
-  const auto [qb, qh, qn, qd] = as_bhnd(q_name, q.shape);
-  const auto [kb, kh, kn, kd] = as_bhnd(k_name, k.shape);
-  auto mismatch = [&](const char* what, std::size_t kv_value, std::size_t q_value) {
-    return UsageError(k_name + ": " + what + " " + std::to_string(kv_value) + " (shape " +
-                      shape_string(k.shape) + ") does not match " + q_name + "'s " +
-                      std::to_string(q_value) + " (shape " + shape_string(q.shape) + ")");
-  };
-  if (kd != qd) throw mismatch("head dim", kd, qd);
-  if (kb != qb) throw mismatch("batch", kb, qb);
-  if (qh % kh != 0) {
-    throw UsageError(k_name + ": " + std::to_string(kh) + " key/value heads (shape " +
-                     shape_string(k.shape) + ") do not divide " + q_name + "'s " +
-                     std::to_string(qh) + " query heads");
-  }
-  return Shape{qb, qh, kh, qn, kn, qd};
 }
 
 constexpr attnbench::KvType kKvTypes[] = {attnbench::KvType::f32, attnbench::KvType::f16,
@@ -218,7 +180,8 @@ constexpr attnbench::npy::Accept kKeysValues{.float16 = true, .who = "K and V"};
 Call read_call(const CallArgs& args) {
   Call call{attnbench::npy::read(args.q, kQueries), attnbench::npy::read(args.k, kKeysValues),
             attnbench::npy::read(args.v, kKeysValues), Shape{}, attnbench::Options{}};
-  call.shape = shape_of(args.q, call.q, args.k, call.k, args.v, call.v);
+  call.shape = attnbench::shape_from_dims(call.q.shape, call.k.shape, call.v.shape,
+                                         {args.q, args.k, args.v});
   call.options.causal = args.causal;
   call.options.scale = args.scale;
   call.options.threads = args.threads;
@@ -299,12 +262,7 @@ struct BackwardArgs {
 
 // --kernel, or by default the first available kernel of the registry that has a backward pass.
 const attnbench::Kernel& backward_kernel_named(const std::string& name) {
-  if (name.empty()) {
-    for (const attnbench::Kernel& k : attnbench::registry()) {
-      if (k.available() && k.has_backward()) return k;
-    }
-    throw UsageError("no kernel available on this CPU has a backward pass");
-  }
+  if (name.empty()) return attnbench::default_backward_kernel();
   const attnbench::Kernel& requested = kernel_named(name);
   if (!requested.has_backward()) {
     const attnbench::Kernel& runs = attnbench::resolve(requested);

@@ -35,7 +35,7 @@ constexpr Demo kDemos[] = {
     {"uniform", [](std::FILE* out, bool) { return show(uniform(), out); }},
     {"copy",
      [](std::FILE* out, bool quick) {
-       return show(copy_task(best_backward_kernel(Strategy::tiled),
+       return show(copy_task(default_backward_kernel(),
                              quick ? CopyConfig::quick() : CopyConfig{}),
                    out);
      }},
@@ -56,13 +56,6 @@ const Kernel& best_kernel(Strategy strategy) {
     if (k.strategy == strategy && k.available()) return k;
   }
   return default_kernel();  // not reached: each strategy has a scalar kernel that runs anywhere
-}
-
-const Kernel& best_backward_kernel(Strategy strategy) {
-  for (const Kernel& k : registry()) {
-    if (k.strategy == strategy && k.available() && k.has_backward()) return k;
-  }
-  return best_kernel(strategy);  // none: attention_backward() then says so
 }
 
 int run(std::string_view name, const std::string& json_path, std::FILE* out, bool quick) {

@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 
 namespace attnbench::demo {
 
@@ -39,9 +39,6 @@ std::span<const std::string_view> names();
 // The first registry kernel of `strategy` that runs on this CPU (registry order is priority order),
 // e.g. naive/simd for the quadratic demo's score matrix.
 const Kernel& best_kernel(Strategy strategy);
-// The same among the kernels with a backward pass (attention_backward), for the copy demo's
-// training; a dispatching entry counts when the variant it runs here has one.
-const Kernel& best_backward_kernel(Strategy strategy);
 
 // ---------------------------------------------------------------------------------------------
 // softmax
@@ -210,7 +207,7 @@ struct CopyResult {
   CopyConfig config;
   std::vector<CopyRow> rows;
 };
-CopyResult copy_task(const Kernel& kernel = best_backward_kernel(Strategy::tiled),
+CopyResult copy_task(const Kernel& kernel = default_backward_kernel(),
                      const CopyConfig& config = {});
 
 // Each model's hand-written gradient against central differences of its loss, on a small batch:

@@ -15,7 +15,7 @@
 #include <system_error>
 #include <vector>
 
-#include "attnbench.hpp"  // f16_to_float
+#include <attnbench/attnbench.hpp>  // f16_to_float
 
 namespace attnbench::npy {
 namespace {

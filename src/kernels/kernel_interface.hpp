@@ -1,21 +1,23 @@
 // The kernel interface: what the driver (attention.cpp) hands a kernel, the entry points a kernel
 // offers it, and the block sizes they agree on. Internal to the library; its tests and benchmarks
-// may read it, users see kernels only through attnbench.hpp's registry.
+// may read it, users see kernels only through <attnbench/registry.hpp>. The backward's thread
+// ordering is kernels/backward_order.hpp, the block sizes kernels/block_sizes.hpp.
 //
 // Every kernel file exports one descriptor: a KernelCode for a portable kernel
 // (<strategy>_<backend>.cpp), a SimdTable for one ISA's SIMD kernels (simd_<isa>.cpp). The
 // registry (registry.cpp) builds its entries from those descriptors.
 #pragma once
 
-#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <thread>
 #include <tuple>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
+
+#include "kernels/backward_order.hpp"
+#include "kernels/block_sizes.hpp"
 
 namespace attnbench::kernels {
 
@@ -78,153 +80,6 @@ struct PartialRows {
   float* m;
   float* l;
 };
-
-// ---------------------------------------------------------------------------------------------
-// Block sizes the driver and the kernels agree on. Each kernel checks its own blocks against
-// these with a static_assert beside its block constants.
-// ---------------------------------------------------------------------------------------------
-
-// Query rows per parallel task when a call runs on more than one thread (one thread takes each
-// head whole): the SIMD kernels' query block Br (8 groups of 6 rows, 4 of 12 with AVX-512). Small
-// enough that a single head of moderate length makes many tasks, so work stealing balances two
-// threads to within one block; large enough that a task's work (48 x kv_len x d x 4 FLOPs) dwarfs
-// the cost of scheduling it. Kernels whose rounding depends on how rows are grouped
-// (naive/openblas) group them in blocks that divide it, so a row's result is the same for every
-// thread count.
-inline constexpr std::size_t kRowsPerTask = 48;
-
-// Keys per packing task: a multiple of every packed panel's width, so tasks write whole panels
-// and one long head (decoding) packs on every thread.
-inline constexpr std::size_t kPackKeys = 256;
-
-// Keys per chunk of split-key decoding: a multiple of every key block, so a chunk is whole key
-// blocks and a row's arithmetic within it is the same as in an unsplit call's blocks.
-inline constexpr std::size_t kKeyChunk = 2048;
-
-// Floats a row of the naive backward's materialised P and dS is padded to: the widest panel of
-// NR keys (AVX-512: 32).
-inline constexpr std::size_t kNaiveRowAlign = 32;
-
-// Query rows per backward task of a tiled kernel: a task is one key block over one segment of
-// rows, so that a short head still makes enough tasks for every thread (1024 rows: three
-// segments per key block), while each task's dK and dV are added once per segment. A multiple of
-// kRowsPerTask, so segments are whole row blocks.
-inline constexpr std::size_t kBackwardSegmentRows = 8 * kRowsPerTask;
-
-// Turns taken on shared outputs, so that every sum into them runs in one fixed order whatever the
-// threads: one counter per slot holds the turn allowed to add next; wait(slot, turn) returns once
-// it is `turn`'s, done(slot, turn) hands it to turn + 1. The backward's tiled tasks take turns on
-// dQ (slot: a query head's row block of kRowsPerTask rows, turn: the key block) and on dK and dV
-// (DkvOrder: the row segment, per key block). Tasks start in wavefront order (wavefront_cell,
-// TaskRunner::run_in_order), and a task waits only for turns of tasks before it (the previous
-// key block's on the same rows: a row that sees a key sees every earlier key; the previous
-// segment's on the same keys), which have started and wait only on earlier ones still: no
-// deadlock.
-class Turns {
- public:
-  explicit Turns(std::atomic<std::uint32_t>* next = nullptr) : next_(next) {}
-
-  void wait(std::size_t slot, std::size_t turn) const {
-    const std::atomic<std::uint32_t>& next = next_[slot];
-    for (unsigned spins = 0; next.load(std::memory_order_acquire) != turn; ++spins) {
-      if (spins < 64) {
-        __builtin_ia32_pause();
-      } else {
-        std::this_thread::yield();  // more threads than cores: let the one we wait for run
-      }
-    }
-  }
-  void done(std::size_t slot, std::size_t turn) const {
-    next_[slot].store(static_cast<std::uint32_t>(turn + 1), std::memory_order_release);
-  }
-
- private:
-  std::atomic<std::uint32_t>* next_;
-};
-
-// dQ's turns: key block `key_block` adds to rows [i0, i0 + kRowsPerTask) of query head `head`
-// (i0 a multiple of kRowsPerTask, heads counted from the group's first).
-class DqOrder {
- public:
-  DqOrder(std::atomic<std::uint32_t>* next, std::size_t row_blocks)
-      : turns_(next), row_blocks_(row_blocks) {}
-  void wait(std::size_t head, std::size_t i0, std::size_t key_block) const {
-    turns_.wait(head * row_blocks_ + i0 / kRowsPerTask, key_block);
-  }
-  void done(std::size_t head, std::size_t i0, std::size_t key_block) const {
-    turns_.done(head * row_blocks_ + i0 / kRowsPerTask, key_block);
-  }
-
- private:
-  Turns turns_;
-  std::size_t row_blocks_;
-};
-
-// dK's and dV's turns: row segment `segment` of key block `block` adds to the block's dK and dV
-// rows. slots(segments) counters per key/value head, whatever kv_len (the scratch stays
-// independent of it): block b takes slot b % slots, and its turns follow those of block b - slots
-// on the same counter (turn (b / slots) * segments + segment), so that block b's first segment
-// also waits for block b - slots to be done: a task at least 16 anti-diagonals earlier in
-// wavefront order (below), which has started.
-class DkvOrder {
- public:
-  static constexpr std::size_t slots(std::size_t segments) { return segments + 16; }
-
-  DkvOrder(std::atomic<std::uint32_t>* next, std::size_t segments)
-      : turns_(next), segments_(segments), slots_(slots(segments)) {}
-  void wait(std::size_t block, std::size_t segment) const {
-    turns_.wait(block % slots_, block / slots_ * segments_ + segment);
-  }
-  void done(std::size_t block, std::size_t segment) const {
-    turns_.done(block % slots_, block / slots_ * segments_ + segment);
-  }
-
- private:
-  Turns turns_;
-  std::size_t segments_, slots_;
-};
-
-// The tiled backward's tasks of one key/value head, (key block, row segment), in the order they
-// start: anti-diagonal by anti-diagonal (block + segment = 0, 1, 2, ...), each by rising segment.
-// A task waits on (block - 1, segment) for dQ and (block, segment - 1) for dK and dV, both one
-// anti-diagonal earlier, so the tasks that threads take at about the same time, one diagonal's,
-// never wait on one another (block-major order made the thread that finished (b, s + 1) first
-// wait for (b, s), whatever the other core's speed: 5-9% of two threads' time at n = 1024-4096).
-struct BackwardCell {
-  std::size_t block, segment;
-};
-inline BackwardCell wavefront_cell(std::size_t index, std::size_t blocks, std::size_t segments) {
-  const std::size_t low = blocks < segments ? blocks : segments;
-  const std::size_t ramp = low * (low - 1) / 2;  // cells on the first low - 1 diagonals
-  const std::size_t total = blocks * segments;
-  // Diagonal and rank within it of the first-ramp cell `u` (diagonal t holds t + 1 cells).
-  auto in_ramp = [](std::size_t u) {
-    std::size_t t = static_cast<std::size_t>((std::sqrt(8.0 * double(u) + 1.0) - 1.0) / 2.0);
-    while (t * (t + 1) / 2 > u) --t;
-    while ((t + 1) * (t + 2) / 2 <= u) ++t;
-    return std::pair{t, u - t * (t + 1) / 2};
-  };
-  std::size_t diagonal, rank;
-  bool mirrored = false;
-  if (index < ramp) {
-    std::tie(diagonal, rank) = in_ramp(index);
-  } else if (index < total - ramp) {
-    diagonal = low - 1 + (index - ramp) / low;
-    rank = (index - ramp) % low;
-  } else {  // the last diagonals: the first ones of the grid turned half round
-    std::tie(diagonal, rank) = in_ramp(total - 1 - index);
-    mirrored = true;
-  }
-  if (mirrored) {
-    // Cell (block, segment) of the turned grid is (blocks - 1 - block, segments - 1 - segment).
-    const std::size_t first = diagonal + 1 > blocks ? diagonal + 1 - blocks : 0;
-    const std::size_t segment = first + rank;
-    return {blocks - 1 - (diagonal - segment), segments - 1 - segment};
-  }
-  const std::size_t first = diagonal + 1 > blocks ? diagonal + 1 - blocks : 0;
-  const std::size_t segment = first + rank;
-  return {diagonal - segment, segment};
-}
 
 // One (batch, key/value head) of a backward call, with the `group` query heads that read it.
 // Query head g of the group: its rows at q + g * q_len * head_dim (likewise d_o, dq), its LSE and
@@ -359,8 +214,9 @@ struct Backward {
   KvPacking packing = {};  // the backward's own packed layout of K and V, if any
 };
 
-// Everything the driver calls for one registry entry and K/V storage type (Kernel::codes): a
-// 16-bit type is a further KernelCode whose packing rounds and whose kernels read that type.
+// Everything the driver calls for one registry entry and K/V storage type (kernels::code(kernel,
+// type)): a 16-bit type is a further KernelCode whose packing rounds and whose kernels read that
+// type.
 struct KernelCode {
   Forward forward;
   KvPacking packing = {};  // none: the kernel reads K and V as they are
@@ -422,5 +278,9 @@ inline std::size_t packed_bytes(const KvPacking& packing, const Shape& shape) {
   return shape.batch * shape.kv_heads *
          packed_bytes_per_head(packing, shape.kv_len, shape.head_dim);
 }
+
+// `kernel`'s code for K/V storage `type`, from the registry (registry.cpp): null where the kernel
+// does not store that type, and for a dispatching entry (resolve() it first).
+const KernelCode* code(const Kernel& kernel, KvType type = KvType::f32);
 
 }  // namespace attnbench::kernels

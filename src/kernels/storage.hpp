@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 
 namespace attnbench::kernels {
 

@@ -1,5 +1,5 @@
 // The consumer: one attention call through the installed library, checked against a direct sum.
-#include <attnbench.hpp>
+#include <attnbench/attnbench.hpp>
 
 #include <cmath>
 #include <cstdio>

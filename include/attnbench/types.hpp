@@ -1,0 +1,74 @@
+// attnbench: the problem's shape, the K/V storage types and the library's error type.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace attnbench {
+
+struct Shape {
+  std::size_t batch = 1;
+  std::size_t q_heads = 1;
+  std::size_t kv_heads = 1;
+  std::size_t q_len = 0;
+  std::size_t kv_len = 0;
+  std::size_t head_dim = 0;
+
+  std::size_t q_elements() const { return batch * q_heads * q_len * head_dim; }
+  std::size_t kv_elements() const { return batch * kv_heads * kv_len * head_dim; }
+};
+
+// The Shape of a call on arrays of these dimensions, each (n, d), (h, n, d) or (b, h, n, d) like
+// Q, K and V themselves (a front end's arrays: NumPy's, .npy files'). Checks what the dimensions
+// alone decide (ranks 2 to 4, K and V alike, equal ranks, head dim and batch matching, K/V heads
+// dividing the query heads) and throws Error naming the array by `names` (its field) with its
+// shape (its value); sizes are validate()'s.
+Shape shape_from_dims(std::span<const std::size_t> q, std::span<const std::size_t> k,
+                      std::span<const std::size_t> v,
+                      const std::array<std::string_view, 3>& names = {"q", "k", "v"});
+
+// How K and V are stored where a kernel reads them (its packed copy, or a KvCache): float32, IEEE
+// half (float16) or bfloat16. Inputs stay float32 (Q, K, V) and so do the outputs and every
+// accumulation; a 16-bit type halves the bytes of K and V a call streams, at the price of rounding
+// them once (to nearest, ties to even).
+enum class KvType { f32, f16, bf16 };
+inline constexpr std::size_t kKvTypes = 3;
+std::string_view to_string(KvType type);
+// The KvType called `name` ("f32", "f16", "bf16"), or nullopt.
+std::optional<KvType> kv_type_from_string(std::string_view name);
+// Bytes of one stored element: 4 or 2.
+constexpr std::size_t kv_type_bytes(KvType type) { return type == KvType::f32 ? 4 : 2; }
+
+// The scalar conversions every storage path agrees with bit for bit: float32 to float16 or
+// bfloat16 rounds to nearest, ties to even (subnormal halves included); NaN stays NaN (quiet, the
+// top payload bits kept), infinities stay infinite, and a finite float beyond the type's range
+// becomes an infinity (see rounds_to_infinity). The way back is exact.
+std::uint16_t float_to_f16(float x);
+float f16_to_float(std::uint16_t h);
+std::uint16_t float_to_bf16(float x);
+float bf16_to_float(std::uint16_t b);
+// x stored as `type` and read back: x itself for f32.
+float round_to(KvType type, float x);
+// Is x finite while its `type` rounding is an infinity (|x| >= 65520 for f16)?
+bool rounds_to_infinity(KvType type, float x);
+
+// The library's one error type: invalid shapes, options, pointers and budgets. The message names
+// the field and the value, e.g. "shape.head_dim = 0: must be at least 1".
+class Error : public std::invalid_argument {
+ public:
+  Error(std::string field, std::string value, const std::string& why);
+  const std::string& field() const { return field_; }
+  const std::string& value() const { return value_; }
+
+ private:
+  std::string field_;
+  std::string value_;
+};
+
+}  // namespace attnbench
