@@ -181,7 +181,7 @@ Call read_call(const CallArgs& args) {
   Call call{attnbench::npy::read(args.q, kQueries), attnbench::npy::read(args.k, kKeysValues),
             attnbench::npy::read(args.v, kKeysValues), Shape{}, attnbench::Options{}};
   call.shape = attnbench::shape_from_dims(call.q.shape, call.k.shape, call.v.shape,
-                                         {args.q, args.k, args.v});
+                                          {args.q, args.k, args.v});
   call.options.causal = args.causal;
   call.options.scale = args.scale;
   call.options.threads = args.threads;

@@ -35,8 +35,7 @@ constexpr Demo kDemos[] = {
     {"uniform", [](std::FILE* out, bool) { return show(uniform(), out); }},
     {"copy",
      [](std::FILE* out, bool quick) {
-       return show(copy_task(default_backward_kernel(),
-                             quick ? CopyConfig::quick() : CopyConfig{}),
+       return show(copy_task(default_backward_kernel(), quick ? CopyConfig::quick() : CopyConfig{}),
                    out);
      }},
 };
