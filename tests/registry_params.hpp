@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "attnbench.hpp"
+#include <attnbench/attnbench.hpp>
 
 namespace attnbench::testing {
 
