@@ -1,4 +1,4 @@
-// The K/V storage types' names and scalar conversions (attnbench.hpp), all from
+// The K/V storage types' names and scalar conversions (include/attnbench/types.hpp), all from
 // kernels/storage.hpp, the one definition of the rounding.
 #include <cmath>
 
