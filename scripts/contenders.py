@@ -1,14 +1,18 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The Python contenders' window: NumPy and PyTorch beside attnbench's `tiled/simd`, in one process.
 
-    /usr/bin/python3 scripts/contenders.py --preset quick|full --lib build/lib/libattnbench_capi.so \
+    .venv/bin/python scripts/contenders.py --preset quick|full --lib build/lib/libattnbench_capi.so \
         --out DIR/python_contenders.json [--filter REGEX]
+
+Run with the project's Python (.venv/, scripts/setup.sh: NumPy and PyTorch as requirements.txt pins them).
 
 Every point of the contender preset (the same list as `attnbench_bench --contenders`, read through
 the C helper) runs every contender here: `tiled/simd` (as it resolves) through the C helper, NumPy's
 three steps as the attention module writes them (`numpy/textbook`: new arrays at every step;
-`numpy/inplace`: one score buffer, every step in place), and PyTorch 1.13 (`torch/matmul`: matmul,
-softmax, matmul; `torch/sdpa`: `torch.nn.functional._scaled_dot_product_attention`). Each contender
+`numpy/inplace`: one score buffer, every step in place), and PyTorch (`torch/matmul`: matmul,
+softmax, matmul; `torch/sdpa`: `torch.nn.functional.scaled_dot_product_attention` on one batch of one
+head, the layout whose CPU dispatch takes the fused kernel; the version and the path it took are
+recorded in the JSON's context). Each contender
 is prepared, called once (the warm-up) and checked against the float64 oracle by the benchmark's own
 check (`attnbench_c_check`, 16 sampled rows) before it is timed; one that fails is recorded as
 failed, one that is missing or cannot run a point (causal) is recorded with the reason.
@@ -19,10 +23,11 @@ preset's minimum time (one call if it is longer). The output is Google Benchmark
 (plain repetitions, `run_name`, `GFLOP/s`, `flops_per_call`, `scratch_bytes`, errors as
 `error_occurred`), which the report's loader reads beside the C++ windows.
 
-Threads: OpenBLAS's pool (numpy's and torch's sgemm) through `openblas_set_num_threads`, PyTorch's
-ATen pool through `torch.set_num_threads`, attnbench's through its `threads` argument.
-`OMP_WAIT_POLICY=PASSIVE` is set (unless already set) before torch loads: on 2 cores ATen's OpenMP
-threads and OpenBLAS's would otherwise spin against each other.
+Threads: NumPy's OpenBLAS pool through its `openblas_set_num_threads` (the wheel's copy of OpenBLAS,
+its symbols prefixed), PyTorch's ATen pool and its own BLAS (MKL in the PyPI build) through
+`torch.set_num_threads`, attnbench's through its `threads` argument. `OMP_WAIT_POLICY=PASSIVE` is
+set (unless already set) before torch loads: on 2 cores ATen's OpenMP threads and OpenBLAS's would
+otherwise spin against each other.
 """
 from __future__ import annotations
 
@@ -132,26 +137,60 @@ def _ptr(a: np.ndarray):
     return a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
 
 
+def _numpy_openblas() -> str | None:
+    """The file of the OpenBLAS that NumPy calls, as loaded in this process: the one inside NumPy's
+    own installation (a wheel bundles a copy, numpy.libs/libscipy_openblas64_*.so), else the first
+    OpenBLAS mapped (a distribution's NumPy links the system's). Other copies may be loaded too
+    (libattnbench_capi.so links the system's for naive/openblas); their threads are not NumPy's."""
+    try:
+        maps = Path("/proc/self/maps").read_text().splitlines()
+    except OSError:
+        return None
+    fields = (line.split(None, 5) for line in maps)
+    paths = list(dict.fromkeys(f[5] for f in fields if len(f) == 6 and "openblas" in f[5].lower()))
+    home = str(Path(np.__file__).resolve().parents[1])
+    ours = [p for p in paths if p.startswith(home)]
+    return (ours or paths or [None])[0]
+
+
 class OpenBlas:
-    """The one OpenBLAS in the process (numpy's libblas.so.3 and torch's both load libopenblas.so.0)."""
+    """NumPy's OpenBLAS (its sgemm), by its exported names: `openblas_*` in a system build,
+    `scipy_openblas_*64_` in the copy NumPy's wheel bundles (64-bit integers, names prefixed)."""
 
     def __init__(self):
+        self.lib, self.path = None, _numpy_openblas()
+        if self.path is None:
+            return
         try:
-            self.lib = ctypes.CDLL("libopenblas.so.0")
-            self.lib.openblas_get_corename.restype = ctypes.c_char_p
-            self.lib.openblas_get_config.restype = ctypes.c_char_p
+            lib = ctypes.CDLL(self.path)
         except OSError:
-            self.lib = None
+            return
+        for prefix, suffix in (("openblas_", ""), ("scipy_openblas_", "64_"), ("scipy_openblas_", "")):
+            if hasattr(lib, f"{prefix}set_num_threads{suffix}"):
+                self.lib = lib
+                self._set = getattr(lib, f"{prefix}set_num_threads{suffix}")
+                self._corename = getattr(lib, f"{prefix}get_corename{suffix}")
+                self._config = getattr(lib, f"{prefix}get_config{suffix}")
+                self._corename.restype = self._config.restype = ctypes.c_char_p
+                break
 
     def set_threads(self, threads: int) -> None:
         if self.lib is not None:
-            self.lib.openblas_set_num_threads(threads)
+            self._set(threads)
 
     def corename(self) -> str:
-        return self.lib.openblas_get_corename().decode() if self.lib else "not loaded"
+        return self._corename().decode() if self.lib else "not loaded"
 
     def config(self) -> str:
-        return self.lib.openblas_get_config().decode() if self.lib else "not loaded"
+        return self._config().decode() if self.lib else "not loaded"
+
+
+def torch_blas() -> str:
+    """The BLAS PyTorch was built with (BLAS_INFO of its build settings: mkl in the PyPI build)."""
+    if torch is None:
+        return "none"
+    found = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
+    return found.group(1) if found else "unknown"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -180,9 +219,9 @@ class Contender:
 
 class Attnbench(Contender):
     """A registry kernel (`tiled/simd`) through the C helper, on the runner's own arrays; its role
-    and fusion as the benchmark describes them. (Not naive/openblas: in this process NumPy sets the
-    one OpenBLAS's thread count for its own calls, and the kernel's sgemm calls, one per task of the
-    kernel's own threads, would then each start that many threads too.)"""
+    and fusion as the benchmark describes them. (Not naive/openblas: its sgemm calls, one per task of
+    the kernel's own threads, would each start the pool of an OpenBLAS whose thread count this
+    runner sets for NumPy's calls, or, when NumPy bundles its own copy, does not set at all.)"""
 
     def __init__(self, capi: Capi, kernel: str):
         self.capi, self.name = capi, capi.resolve(kernel)
@@ -268,14 +307,16 @@ class NumpyInplace(Contender):
 
 
 class TorchContender(Contender):
+    fused = False
+
     def __init__(self, blas: OpenBlas):
-        threading = f"ATen OpenMP pool (torch.set_num_threads) and OpenBLAS {blas.corename()} pthreads for sgemm"
+        threading = f"ATen OpenMP pool and {torch_blas()} sgemm threads (torch.set_num_threads)"
         version = torch.__version__ if torch is not None else "not installed"
         self.description = {"role": "peer", "library": "PyTorch", "version": version, "threading": threading,
-                            "fused": False, "how": self.how}
+                            "fused": self.fused, "how": self.how}
 
     def unsupported(self, point):
-        return "" if torch is not None else f"missing: PyTorch (python3-torch): {TORCH_ERROR}"
+        return "" if torch is not None else f"missing: PyTorch (torch, requirements.txt): {TORCH_ERROR}"
 
     def prepare(self, point, q, k, v):
         super().prepare(point, q, k, v)
@@ -302,15 +343,35 @@ class TorchMatmul(TorchContender):
             self.o = torch.matmul(torch.softmax(s, dim=-1), self.tv)
 
 
+def sdpa_path() -> str:
+    """The path PyTorch's dispatch takes for scaled_dot_product_attention on a (1, 1, n, d) fp32 CPU
+    input, as its own chooser names it (its CPU choices: the fused flash-attention kernel or math)."""
+    if torch is None:
+        return "not installed"
+    try:
+        probe = torch.zeros((1, 1, 64, 64))
+        choice = torch._fused_sdp_choice(probe, probe, probe, None, 0.0, False)
+        return torch.nn.attention.SDPBackend(choice).name.lower()
+    except (AttributeError, RuntimeError, TypeError, ValueError):  # a private API: may move
+        return "unknown"
+
+
 class TorchSdpa(TorchContender):
+    """scaled_dot_product_attention on the layout it is made for, (batch, heads, n, d) with one of
+    each: a 2-D or 3-D input goes the unfused math path on the CPU, a 4-D one the fused kernel."""
+
     name = "torch/sdpa"
-    how = "torch.nn.functional._scaled_dot_product_attention (1.13: the unfused math path on CPU)"
+
+    def __init__(self, blas: OpenBlas):
+        path = sdpa_path()
+        self.fused = path == "flash_attention"
+        self.how = f"torch.nn.functional.scaled_dot_product_attention on (1, 1, n, d), is_causal (its CPU path: {path})"
+        super().__init__(blas)
 
     def run(self):
         with torch.no_grad():
-            self.o, _ = torch.nn.functional._scaled_dot_product_attention(
-                self.tq[None], self.tk[None], self.tv[None], None, 0.0, False, self.point["causal"])
-            self.o = self.o[0]
+            self.o = torch.nn.functional.scaled_dot_product_attention(
+                self.tq[None, None], self.tk[None, None], self.tv[None, None], is_causal=self.point["causal"])[0, 0]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -427,6 +488,7 @@ def main(argv=None) -> int:
         "num_cpus": os.cpu_count(), "attnbench_window": "python", "attnbench_preset": args.preset,
         "threads_all": str(args.threads), "cpu_model": cpu_model(), "python_version": platform.python_version(),
         "numpy_version": np.__version__, "torch_version": torch.__version__ if torch is not None else "missing",
+        "torch_blas": torch_blas(),
         "openblas_corename": blas.corename(), "openblas_config": blas.config(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
         "interleaving": "per point, rounds of every contender in a shuffled order, one repetition each",

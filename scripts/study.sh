@@ -29,6 +29,9 @@ out="${out:-reports/runs/$(date +%Y-%m-%d)-$(hostname -s)-$preset}"
 scripts/setup.sh --check >/dev/null || scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)" --target attnbench_bench attnbench_cli attnbench_capi
+# The project's Python (.venv/, scripts/setup.sh), the report package from the source tree.
+python=.venv/bin/python
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1
 
 mkdir -p "$out"
 echo "study: preset $preset, $(nproc) cores, results in $out/results.json"
@@ -52,7 +55,7 @@ build/bin/attnbench_bench --preset="$preset" --contenders \
   --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/contenders.json" --benchmark_out_format=json \
   "${extra[@]}" | tee "$out/contenders_console.txt"
-/usr/bin/python3 scripts/contenders.py --preset "$preset" --lib build/lib/libattnbench_capi.so \
+"$python" scripts/contenders.py --preset "$preset" --lib build/lib/libattnbench_capi.so \
   --out "$out/python_contenders.json" ${filter:+--filter "$filter"}
 echo "study: contenders took $(( $(date +%s) - start )) s"
 # The decode window: decoding against a persistent KV cache in each storage type, the decode loop
@@ -84,11 +87,9 @@ build/bin/attnbench_bench --preset="$preset" --phases \
 echo "study: phases took $(( $(date +%s) - start )) s"
 # The cost model's machine constants once more, after every window (the matrix's context has the
 # first reading): a shared host may have been slow in that minute, and the model takes the faster
-# reading of each constant (scripts/report/machine_constants.py).
+# reading of each constant (python/attnbench_report/load/machine_constants.py).
 build/bin/attnbench_bench --preset="$preset" --constants \
   --benchmark_out="$out/constants.json" --benchmark_out_format=json > "$out/constants_console.txt"
 build/bin/attnbench demo all --json "$out/demos.json"
 
-if [[ -f scripts/report/report.py ]]; then
-  /usr/bin/python3 scripts/report/report.py "$out"
-fi
+"$python" -m attnbench_report "$out"

@@ -1,8 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """attnbench_bench end to end on a few points: the backward and training-step points of the matrix,
 their names, counters and FLOP counts as the report's loader reads them.
 
-Usage: bench_test.py PATH/TO/attnbench_bench   (ctest passes the built binary)
+Usage: PYTHONPATH=python .venv/bin/python tests/bench_test.py PATH/TO/attnbench_bench
+(ctest passes the built binary and sets PYTHONPATH)
 """
 import json
 import re
@@ -11,9 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "report"))
-sys.dont_write_bytecode = True
-import loader  # noqa: E402  (the report's one loader)
+from attnbench_report.load import results as loader  # the report's one loader
 
 BINARY = sys.argv[1]
 failures = []

@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """End-to-end tests of the `attnbench` binary on .npy files written by numpy.
 
-Usage: cli_test.py PATH/TO/attnbench   (ctest passes the built binary)
+Usage: .venv/bin/python tests/cli_test.py PATH/TO/attnbench   (ctest passes the built binary)
 Every bad input must give exit code 2, one line on stderr naming what and where, and no output
 file. Good inputs must match a float64 numpy reference (`run`: the forward, `backward`: the
 gradients).

@@ -1,7 +1,6 @@
-#!/usr/bin/python3
 """The attnbench report: figures and text generated from Google Benchmark JSON.
 
-    scripts/report/report.py RUN_DIR_OR_JSON [RUN2 ...] [--out DIR]
+    python -m attnbench_report RUN_DIR_OR_JSON [RUN2 ...] [--out DIR]   (or: attnbench-report ...)
 
 One run: report.md (GitHub Markdown, figures as PNG links), report.html (one self-contained page,
 figures inlined as SVG) and the figures fig1..fig7 as PNG and SVG, written next to the JSON (or
@@ -11,7 +10,8 @@ section "Against the alternatives" and its figure fig8_contenders; with the deco
 scaling window next to it (scaling.json), the section "Thread scaling in rounds"; when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
 section too, with its figures concepts_*. Several runs: a side-by-side comparison of machines or
 commits (GFLOP/s at the points the runs share, with ratios, and figures overlaying the runs),
-written to a compare-* folder in the first run's folder (or into DIR). Run with Debian's /usr/bin/python3 (matplotlib, numpy, jinja2).
+written to a compare-* folder in the first run's folder (or into DIR). Run with the project's Python
+(.venv/, made by scripts/setup.sh: matplotlib, numpy, jinja2).
 """
 from __future__ import annotations
 
@@ -20,34 +20,28 @@ import sys
 import time
 from pathlib import Path
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from . import compare, formatting, narrative, render, scaling
+from . import model as cost_model
+from .analysis import backward as analysis_backward
+from .figures import backward_gflops as fig_backward_gflops
+from .figures import backward_ratio as fig_backward_ratio
+from .figures import concepts as fig_concepts
+from .figures import contenders as fig_contenders
+from .figures import decode_bandwidth as fig_decode_bandwidth
+from .figures import decode_time as fig_decode_time
+from .figures import gflops as fig_gflops
+from .figures import heatmap as fig_heatmap
+from .figures import memory as fig_memory
+from .figures import model as fig_model
+from .figures import roofline as fig_roofline
+from .figures import speedup as fig_speedup
+from .figures import threads as fig_threads
+from .figures import time as fig_time
+from .load import decode as loader_decode
+from .load import demos
+from .load import results as loader
 
-import compare  # noqa: E402
-import demos  # noqa: E402
-import analysis_backward  # noqa: E402
-import fig_backward_gflops  # noqa: E402
-import fig_backward_ratio  # noqa: E402
-import fig_concepts  # noqa: E402
-import fig_contenders  # noqa: E402
-import fig_decode_bandwidth  # noqa: E402
-import fig_decode_time  # noqa: E402
-import fig_gflops  # noqa: E402
-import fig_heatmap  # noqa: E402
-import fig_memory  # noqa: E402
-import fig_roofline  # noqa: E402
-import fig_speedup  # noqa: E402
-import fig_threads  # noqa: E402
-import fig_time  # noqa: E402
-import formatting  # noqa: E402
-import loader  # noqa: E402
-import loader_decode  # noqa: E402
-import fig_model  # noqa: E402
-import model as cost_model  # noqa: E402
-import scaling  # noqa: E402
-import narrative  # noqa: E402
-import render  # noqa: E402
-
+PROG = "attnbench-report"
 FIGURES = (fig_time, fig_memory, fig_gflops, fig_heatmap, fig_speedup, fig_roofline, fig_threads)
 BACKWARD_FIGURES = (fig_backward_gflops, fig_backward_ratio)
 DECODE_FIGURES = (fig_decode_time, fig_decode_bandwidth)
@@ -98,7 +92,7 @@ def load_beside(load, source, what: str):
     try:
         return load(source)
     except (OSError, ValueError) as error:
-        print(f"report.py: {error}; the report leaves out {what}", file=sys.stderr)
+        print(f"{PROG}: {error}; the report leaves out {what}", file=sys.stderr)
         return None
 
 
@@ -137,7 +131,7 @@ def default_out_dir(table: loader.Table) -> Path:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR_OR_JSON",
                         help="a run folder holding results.json, or a Google Benchmark JSON file")
@@ -147,10 +141,10 @@ def main(argv=None) -> int:
     try:
         table = loader.load(args.runs)
     except (OSError, ValueError) as error:
-        print(f"report.py: {error}", file=sys.stderr)
+        print(f"{PROG}: {error}", file=sys.stderr)
         return 2
     if not len(table.measured()):
-        print(f"report.py: {', '.join(args.runs)}: no measured point to report", file=sys.stderr)
+        print(f"{PROG}: {', '.join(args.runs)}: no measured point to report", file=sys.stderr)
         return 2
     out_dir = args.out or default_out_dir(table)
     if len(table.runs) == 1:
@@ -161,6 +155,3 @@ def main(argv=None) -> int:
           f"and {len(written) - 2} figure files ({time.monotonic() - start:.0f} s)")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

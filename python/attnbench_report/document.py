@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from formatting import slug
+from .formatting import slug
 
 
 @dataclass

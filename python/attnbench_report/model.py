@@ -65,9 +65,9 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import analysis
-from loader import Record, Run, Table
-from machine_constants import (FAST_SET_RATIO, MODEL_DIMS, SECOND_READING_FILE, Machine,  # noqa: F401
+from . import analysis
+from .load.results import Record, Run, Table
+from .load.machine_constants import (FAST_SET_RATIO, MODEL_DIMS, SECOND_READING_FILE, Machine,  # noqa: F401
                                at_least, load_later_readings)
 
 PHASES = ("products", "softmax", "K/V stream", "scores", "packing", "Q and O", "threads")

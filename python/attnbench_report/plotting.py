@@ -10,8 +10,8 @@ matplotlib.use("Agg")  # files only, never a window: CI has no display
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
-import analysis  # noqa: E402
-import formatting  # noqa: E402
+from . import analysis
+from . import formatting
 
 plt.rcParams.update({
     "figure.dpi": 100,
@@ -216,7 +216,7 @@ def decode_grid(window, ylabel: str, suptitle: str, panel, extra_legend: list = 
     and L3 sizes (what the threads' cores hold) as vertical lines. `panel(ax, series, threads, layout,
     rows)` draws the rest on the axes, their x limits set, where `series` is [(kernel rank, dtype,
     points by bytes)]. The figure, its legend drawn; the caller saves it."""
-    import analysis_decode as ad
+    from .analysis import decode as ad
 
     points = ad.decode(window)
     threads = points.values("threads")

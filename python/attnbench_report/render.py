@@ -10,11 +10,9 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
-
-
 def _environment(autoescape: bool) -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=autoescape,
+    # The templates are the package's data (attnbench_report/templates/), found wherever it is installed.
+    env = jinja2.Environment(loader=jinja2.PackageLoader("attnbench_report"), autoescape=autoescape,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                              undefined=jinja2.StrictUndefined)
     env.filters["md_cell"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")

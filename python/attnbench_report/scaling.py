@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import formatting as fmt
-from document import Document, Paragraph, Table
+from . import formatting as fmt
+from .document import Document, Paragraph, Table
 
 FILE_NAME = "scaling.json"
 NAME = re.compile(r"^scaling/(?P<kernel>.+)/n:(?P<n>\d+)/d:(?P<d>\d+)/pass:(?P<pass_>forward|backward)"

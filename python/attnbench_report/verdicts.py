@@ -23,13 +23,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import analysis
-import analysis_contenders as ac
-import analysis_throughput
-import formatting as fmt
-import loader
-import scaling
-from loader import Run, Table
+from . import analysis
+from .analysis import contenders as ac
+from .analysis import throughput as analysis_throughput
+from . import formatting as fmt
+from .load import results as loader
+from . import scaling
+from .load.results import Run, Table
 
 WINNER, CROSSOVER, FLAT, SCALING, LEAD = ("fastest kernel", "tiled overtakes naive", "tiled flat in n",
                                           "two threads over one", "lead over the peers")

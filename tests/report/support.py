@@ -1,5 +1,6 @@
-"""Shared by the report tests: paths, the report modules on sys.path, synthetic JSON, and one
-report built from the fixture per test process (building takes a few seconds)."""
+"""Shared by the report tests: paths, synthetic JSON, and one report built from the fixture per test
+process (building takes a few seconds). The tests import the package attnbench_report: run them with
+PYTHONPATH=python (ctest sets it) or with the package installed."""
 from __future__ import annotations
 
 import atexit
@@ -8,15 +9,12 @@ import io
 import json
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ROOT / "scripts" / "report"
 FIXTURE = ROOT / "tests" / "fixtures" / "quick_results.json"  # a real quick run from before the backward
 BACKWARD_FIXTURE = ROOT / "tests" / "fixtures" / "quick_backward_results.json"  # its scalar kernels, with it
-sys.path.insert(0, str(SCRIPTS))
 
 FIGURE_STEMS = ("fig1_time_vs_n", "fig2_memory_vs_n", "fig3_gflops_vs_n", "fig4_heatmap", "fig5_speedups",
                 "fig6_roofline", "fig7_thread_scaling")
@@ -45,7 +43,7 @@ def fixture_report() -> Path:
     """The fixture copied to <out>/fixture-run/results.json and reported next to itself (the default
     output folder), once per process. Returns the run folder."""
     if "single" not in _built:
-        import report
+        from attnbench_report import cli
 
         run_dir = output_root() / "fixture-run"
         if run_dir.exists():
@@ -53,9 +51,9 @@ def fixture_report() -> Path:
         run_dir.mkdir(parents=True)
         shutil.copy(FIXTURE, run_dir / "results.json")
         with contextlib.redirect_stdout(io.StringIO()):
-            status = report.main([str(run_dir)])
+            status = cli.main([str(run_dir)])
         if status != 0:
-            raise RuntimeError(f"report.py exited with {status}")
+            raise RuntimeError(f"the report exited with {status}")
         _built["single"] = run_dir
     return _built["single"]
 
@@ -110,7 +108,7 @@ def load_points(points, context: dict | None = None, cv: float = 0.01):
     """A loaded table of hand-made points: [(benchmark name, median ms, {counter: value})], each as
     three repetitions whose real time has the given coefficient of variation (or [(name, ms,
     counters, cv)] for a CV per point)."""
-    import loader
+    from attnbench_report.load import results as loader
 
     benchmarks = []
     for point in points:

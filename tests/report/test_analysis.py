@@ -8,10 +8,10 @@ import unittest
 from pathlib import Path
 
 import support
-import analysis
-import analysis_throughput
-import loader
-from fit import LogLogFit
+from attnbench_report import analysis
+from attnbench_report.analysis import throughput as analysis_throughput
+from attnbench_report.load import results as loader
+from attnbench_report.fit import LogLogFit
 
 LENGTHS = (128, 256, 512, 1024, 2048)
 

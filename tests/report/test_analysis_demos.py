@@ -6,8 +6,8 @@ import copy
 import unittest
 
 import support
-import analysis_demos
-import demos
+from attnbench_report.analysis import demos as analysis_demos
+from attnbench_report.load import demos
 
 DEMOS_FIXTURE = support.ROOT / "tests" / "fixtures" / "demos.json"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 import support
-import analysis_memory
-import loader
+from attnbench_report.analysis import memory as analysis_memory
+from attnbench_report.load import results as loader
 
 
 def _run(context: dict) -> loader.Run:

@@ -8,8 +8,8 @@ import unittest
 from pathlib import Path
 
 import support
-import analysis_throughput
-import loader
+from attnbench_report.analysis import throughput as analysis_throughput
+from attnbench_report.load import results as loader
 
 MACHINE = {"num_cpus": 2, "fma_peak_gflops_threads_1": "100", "triad_gbs_threads_1": "10"}
 

@@ -13,11 +13,11 @@ import unittest
 from contextlib import redirect_stdout
 
 import support
-import analysis
-import analysis_backward as ab
-import formatting as fmt
-import loader
-import report
+from attnbench_report import analysis
+from attnbench_report.analysis import backward as ab
+from attnbench_report import formatting as fmt
+from attnbench_report.load import results as loader
+from attnbench_report import cli as report
 
 MACHINE = {"num_cpus": 2, "threads_all": "2", "fma_peak_gflops_threads_1": "100", "fma_peak_gflops_threads_2": "200",
            "dispatch tiled/simd": "tiled/simd/avx2", "backward_check_shape": "97x203"}

@@ -12,11 +12,11 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
 import support
-import analysis_demos
-import demos
-import fig_concepts
-import formatting as fmt
-import report
+from attnbench_report.analysis import demos as analysis_demos
+from attnbench_report.load import demos
+from attnbench_report.figures import concepts as fig_concepts
+from attnbench_report import formatting as fmt
+from attnbench_report import cli as report
 
 DEMOS_FIXTURE = support.ROOT / "tests" / "fixtures" / "demos.json"
 CONCEPT_STEMS = tuple(f"concepts_{name}" for name in demos.NAMES)
@@ -215,7 +215,7 @@ class PartialOrBadDemos(unittest.TestCase):
 
     def test_copy_phrasing_follows_the_numbers(self):
         """The other side of each of the copy paragraph's verdicts, which the fixture does not show."""
-        import narrative_concepts
+        from attnbench_report.narrative import concepts as narrative_concepts
 
         copy = json.loads(DEMOS_FIXTURE.read_text())["demos"]["copy"]
         copy["rows"][3]["attention_accuracy"] = 0.5   # attention fails at n = 50

@@ -7,12 +7,12 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import support  # noqa: F401  (puts scripts/report on sys.path)
+import support  # noqa: F401
 
-import analysis_contenders as ac
-import loader
-import narrative_contenders
-import report
+from attnbench_report.analysis import contenders as ac
+from attnbench_report.load import results as loader
+from attnbench_report.narrative import contenders as narrative_contenders
+from attnbench_report import cli as report
 
 FIXTURES = support.ROOT / "tests" / "fixtures"
 

@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 
 import support
-import analysis_decode as ad
-import formatting as fmt
-import loader
-import loader_decode as ld
-import narrative_decode
-import report
-from document import Document
+from attnbench_report.analysis import decode as ad
+from attnbench_report import formatting as fmt
+from attnbench_report.load import results as loader
+from attnbench_report.load import decode as ld
+from attnbench_report.narrative import decode as narrative_decode
+from attnbench_report import cli as report
+from attnbench_report.document import Document
 
 FIXTURE = support.ROOT / "tests" / "fixtures" / "quick_decode.json"
 RAW = json.loads(FIXTURE.read_text(encoding="utf-8"))
@@ -515,8 +515,8 @@ class Report(unittest.TestCase):
         self.assertIn("(and `tiled/simd/avx2` by name)", text)
         self.assertIn("`tiled/simd/avx2` takes 1.50x its time per call (median over 48 points)", text)
         self.assertIn("as if each added byte were read at", text)
-        import fig_decode_bandwidth
-        import fig_decode_time
+        from attnbench_report.figures import decode_bandwidth as fig_decode_bandwidth
+        from attnbench_report.figures import decode_time as fig_decode_time
 
         for module in (fig_decode_time, fig_decode_bandwidth):
             self.assertTrue(module.draw(window, window.path.parent).png.is_file())

@@ -7,7 +7,7 @@ import unittest
 import numpy as np
 
 import support  # noqa: F401
-from fit import loglog_fit, loglog_fit_tail, power_sum_fit
+from attnbench_report.fit import loglog_fit, loglog_fit_tail, power_sum_fit
 
 
 class LogLogFit(unittest.TestCase):

@@ -7,8 +7,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import support  # noqa: F401  (puts scripts/report on sys.path)
-import loader
+import support  # noqa: F401
+from attnbench_report.load import results as loader
 
 
 class ParseName(unittest.TestCase):

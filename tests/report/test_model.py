@@ -12,7 +12,7 @@ import unittest
 from pathlib import Path
 
 import support
-import model as cost_model
+from attnbench_report import model as cost_model
 
 KiB, MiB = 1024, 1024 * 1024
 MACHINE = {
@@ -254,7 +254,7 @@ class LaterReadings(unittest.TestCase):
 
     def later(self, values: dict, context: dict | None = None, name: str = "constants/threads:2",
               among: list | None = None) -> cost_model.Model:
-        import loader
+        from attnbench_report.load import results as loader
 
         name_, ms, counters = point("tiled/simd/avx2", 1024, 50.0)
         benchmarks = support.benchmark_entries(name_, [ms * 0.99, ms, ms * 1.01], counters=counters)
@@ -303,7 +303,7 @@ class LaterReadings(unittest.TestCase):
         self.assertEqual((m.later.among_points, m.later.after), (2, True))
         self.assertEqual(len(model.predictions), 1)  # the readings are not points
         self.assertAlmostEqual(model.predictions[0].phases["products"], PRODUCTS / 3)
-        import narrative_model
+        from attnbench_report.narrative import model as narrative_model
 
         phrase = narrative_model.readings_phrase(m)
         self.assertIn("the fastest of 4 readings: before the points, 2 among them", phrase)
@@ -325,7 +325,7 @@ class LaterReadings(unittest.TestCase):
 
 class Output(unittest.TestCase):
     def test_model_json_and_the_report_section(self):
-        import report
+        from attnbench_report import cli as report
 
         folder = Path(tempfile.mkdtemp(prefix="attnbench-model-", dir=support.output_root()))
         benchmarks = []

@@ -12,10 +12,10 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import support
-import analysis
-import formatting as fmt
-import loader
-import report
+from attnbench_report import analysis
+from attnbench_report import formatting as fmt
+from attnbench_report.load import results as loader
+from attnbench_report import cli as report
 
 SECTIONS = ("Summary", "Machine and build", "Time: the n² of the score matrix",
             "Tiled against naive: where the online softmax wins", "Memory: n² scores against packed K and V",

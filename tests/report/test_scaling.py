@@ -14,10 +14,10 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import support
-import report
-import scaling
-import verdicts
-from document import Document
+from attnbench_report import cli as report
+from attnbench_report import scaling
+from attnbench_report import verdicts
+from attnbench_report.document import Document
 
 FIXTURE = support.ROOT / "tests" / "fixtures" / "quick_scaling.json"
 RAW = json.loads(FIXTURE.read_text(encoding="utf-8"))

@@ -13,10 +13,10 @@ import unittest
 from pathlib import Path
 
 import support
-import loader
-import report
-import scaling
-import verdicts
+from attnbench_report.load import results as loader
+from attnbench_report import cli as report
+from attnbench_report import scaling
+from attnbench_report import verdicts
 
 N = (512, 1024, 2048, 4096)
 D = 64

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import formatting as fmt
-from fit import LogLogFit, loglog_fit
-from loader import Record, Table
+from .. import formatting as fmt
+from ..fit import LogLogFit, loglog_fit
+from ..load.results import Record, Table
 
 CV_FLAG = 0.05  # a point whose real time varies more than this across repetitions is flagged
 # fp32 lanes per vector register, widest ISA first: the order the dispatcher prefers when the context

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import analysis
-from loader import Record, Table
+from .. import analysis
+from ..load.results import Record, Table
 
 # FlashAttention's count, the benchmark's: the backward makes five products of the forward's size
 # (S = Q Kᵀ again, dP = dO Vᵀ, dV = Pᵀ dO, dQ = dS K, dK = dSᵀ Q) against its two.
@@ -157,7 +157,7 @@ def scratch_pairs(table: Table) -> list:
 
 def scratch_growth(table: Table, kernel: str, d: int):
     """The log-log slope of one kernel's backward scratch against n (one thread), or None."""
-    from fit import loglog_fit
+    from ..fit import loglog_fit
 
     n, b = backward(table).series("scratch_bytes_median", kernel=kernel, d=d, threads=1)
     return loglog_fit(n, b)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loader import Record, Window
+from ..load.results import Record, Window
 
 OURS, BASELINE, PEER = "attnbench", "baseline", "peer"
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import analysis
-from loader import Table, kernel_sort_key
-from loader_decode import TYPES, DecodePoint, DecodeWindow
+from .. import analysis
+from ..load.results import Table, kernel_sort_key
+from ..load.decode import TYPES, DecodePoint, DecodeWindow
 
 SIXTEEN_BIT = ("f16", "bf16")
 # Issue 15's targets: with K/V beyond the L3, all threads, decode reads K/V at >= 75% of the triad

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import analysis
-from fit import LogLogFit, PowerSumFit, loglog_fit_tail, power_sum_fit
-from loader import Table
+from .. import analysis
+from ..fit import LogLogFit, PowerSumFit, loglog_fit_tail, power_sum_fit
+from ..load.results import Table
 
 EXTRAPOLATE_N = 128_000  # a long-context length: one head's fp32 score matrix is 65.5 GB
 

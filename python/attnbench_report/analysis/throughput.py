@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import analysis
-from loader import Record, Table
+from .. import analysis
+from ..load.results import Record, Table
 
 # A kernel whose GFLOP/s at the largest n is below this fraction of its best has lost throughput as
 # n grew, by more than run-to-run noise (CV_FLAG is 5%) would explain.

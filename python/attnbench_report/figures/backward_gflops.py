@@ -2,10 +2,10 @@
 one panel per head dim and thread count, under the machine's measured FMA peak."""
 from __future__ import annotations
 
-import analysis
-import analysis_backward
-import plotting
-from loader import Table
+from .. import analysis
+from ..analysis import backward as analysis_backward
+from .. import plotting
+from ..load.results import Table
 
 STEM = "fig9_backward_gflops"
 TITLE = "Backward throughput vs sequence length"

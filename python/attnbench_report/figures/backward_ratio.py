@@ -2,10 +2,10 @@
 at the same kernel, n, d and thread count, against n, with the 2.5 its FLOP count predicts."""
 from __future__ import annotations
 
-import analysis
-import analysis_backward
-import plotting
-from loader import Table
+from .. import analysis
+from ..analysis import backward as analysis_backward
+from .. import plotting
+from ..load.results import Table
 
 STEM = "fig10_backward_over_forward"
 TITLE = "Backward time over forward time"

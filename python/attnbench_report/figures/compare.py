@@ -7,8 +7,8 @@ import math
 import numpy as np
 from matplotlib.lines import Line2D
 
-import plotting
-from loader import Table
+from .. import plotting
+from ..load.results import Table
 
 _DIM_STYLES = ["-", "--", "-.", ":"]
 

@@ -19,11 +19,11 @@ import math
 
 import numpy as np
 
-import analysis_demos
-import analysis_memory
-import demos as demo_data
-import formatting as fmt
-import plotting
+from ..analysis import demos as analysis_demos
+from ..analysis import memory as analysis_memory
+from ..load import demos as demo_data
+from .. import formatting as fmt
+from .. import plotting
 
 STEMS = {name: f"concepts_{name}" for name in demo_data.NAMES}
 TITLES = {

@@ -2,9 +2,9 @@
 window (one row per window, one column per head dim and thread count), under the measured FMA peak."""
 from __future__ import annotations
 
-import analysis_contenders as ac
-import formatting as fmt
-import plotting
+from ..analysis import contenders as ac
+from .. import formatting as fmt
+from .. import plotting
 
 STEM = "fig8_contenders"
 TITLE = "Against the alternatives"

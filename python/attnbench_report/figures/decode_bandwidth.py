@@ -3,9 +3,9 @@ panel per thread count and (layout, query rows), one series per storage type, un
 triad and the 75 % of it that issue 15 wants beyond the L3, with the L2 and L3 sizes."""
 from __future__ import annotations
 
-import analysis_decode
-import formatting
-import plotting
+from ..analysis import decode as analysis_decode
+from .. import formatting
+from .. import plotting
 
 STEM = "fig12_decode_bandwidth"
 TITLE = "Decode K/V bandwidth against K/V bytes"

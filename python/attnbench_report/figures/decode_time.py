@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import analysis_decode
-import formatting
-import plotting
+from ..analysis import decode as analysis_decode
+from .. import formatting
+from .. import plotting
 
 STEM = "fig11_decode_time_per_token"
 TITLE = "Decode time per token against K/V bytes"

@@ -1,9 +1,9 @@
 """Figure 3: GFLOP/s against n per kernel, under the machine's measured FMA peak as a ceiling."""
 from __future__ import annotations
 
-import analysis
-import plotting
-from loader import Table
+from .. import analysis
+from .. import plotting
+from ..load.results import Table
 
 STEM = "fig3_gflops_vs_n"
 TITLE = "Throughput vs sequence length"

@@ -6,8 +6,8 @@ import math
 import numpy as np
 from matplotlib.colors import LogNorm
 
-import plotting
-from loader import Table
+from .. import plotting
+from ..load.results import Table
 
 STEM = "fig4_heatmap"
 TITLE = "GFLOP/s over (n, d) per kernel"
@@ -28,8 +28,7 @@ def draw(table: Table, out_dir, threads: int = 1) -> plotting.FigureFile:
         plotting.no_data(axes[0][0])
         return plotting.save(fig, out_dir, STEM, TITLE)
     norm = LogNorm(vmin=max(float(np.nanmin(measured)), 1e-3), vmax=float(np.nanmax(measured)))
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("0.92")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="0.92")  # a copy; NaN cells (no point) in light grey
     image = None
     for index, kernel in enumerate(kernels):
         ax = axes[index // columns][index % columns]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-import analysis_memory
-import formatting as fmt
-import plotting
-from loader import Table
+from ..analysis import memory as analysis_memory
+from .. import formatting as fmt
+from .. import plotting
+from ..load.results import Table
 
 STEM = "fig2_memory_vs_n"
 TITLE = "Memory vs sequence length"

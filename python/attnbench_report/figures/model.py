@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import analysis
-import model as cost_model
-import plotting
+from .. import analysis
+from .. import model as cost_model
+from .. import plotting
 
 STEM = "fig13_model"
 TITLE = "Cost model: predicted against measured time"

@@ -7,11 +7,11 @@ import math
 
 import numpy as np
 
-import analysis
-import analysis_throughput
-import formatting as fmt
-import plotting
-from loader import Table
+from .. import analysis
+from ..analysis import throughput as analysis_throughput
+from .. import formatting as fmt
+from .. import plotting
+from ..load.results import Table
 
 STEM = "fig6_roofline"
 TITLE = "Roofline"

@@ -3,9 +3,9 @@ auto-vectorised, all threads over one, tiled over naive, and every kernel over t
 baseline. A speedup is the baseline's median time over the kernel's at the same point."""
 from __future__ import annotations
 
-import analysis
-import plotting
-from loader import Table
+from .. import analysis
+from .. import plotting
+from ..load.results import Table
 
 STEM = "fig5_speedups"
 TITLE = "Speedups"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-import analysis
-import plotting
-from loader import Table
+from .. import analysis
+from .. import plotting
+from ..load.results import Table
 
 STEM = "fig7_thread_scaling"
 TITLE = "Thread scaling"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import analysis
-import plotting
-from loader import Table
+from .. import analysis
+from .. import plotting
+from ..load.results import Table
 
 STEM = "fig1_time_vs_n"
 TITLE = "Time per call vs sequence length"

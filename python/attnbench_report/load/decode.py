@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-import loader
+from ..load import results as loader
 
 FILE_NAME = "decode.json"
 FAMILIES = ("decode", "generate", "prefill")

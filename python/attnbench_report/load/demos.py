@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from loader import read_json
+from ..load.results import read_json
 
 FILE_NAME = "demos.json"
 NAMES = ("softmax", "bottleneck", "alignment", "quadratic", "order", "uniform", "copy")  # `demo all` order

@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from loader import CONSTANTS_POINT, Run
+from ..load.results import CONSTANTS_POINT, Run
 
 MODEL_DIMS = (32, 64, 128, 256)  # the head dims the benchmark measures the phases at
 FAST_SET_RATIO = 1.25  # a working set read this much faster than DRAM is still in a cache

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-import analysis
-import analysis_backward as ab
-import formatting as fmt
-from document import Bullets, Document, Paragraph, Table
-from loader import Table as Points
+from .. import analysis
+from ..analysis import backward as ab
+from .. import formatting as fmt
+from ..document import Bullets, Document, Paragraph, Table
+from ..load.results import Table as Points
 
 TITLE = "The backward pass"
 

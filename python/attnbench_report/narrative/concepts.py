@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-import analysis_demos
-import demos as demo_data
-import formatting as fmt
-from document import Document, Paragraph
+from ..analysis import demos as analysis_demos
+from ..load import demos as demo_data
+from .. import formatting as fmt
+from ..document import Document, Paragraph
 
 
 # --- how the demos' numbers read ----------------------------------------------------------------

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import statistics
 
-import analysis_contenders as ac
-import formatting as fmt
-from document import Bullets, Document, Paragraph, Table
+from ..analysis import contenders as ac
+from .. import formatting as fmt
+from ..document import Bullets, Document, Paragraph, Table
 
 _HOW_WINDOW = {
     "contenders": "`attnbench_bench --contenders` with Google Benchmark's "

@@ -8,12 +8,12 @@ import math
 
 import numpy as np
 
-import analysis
-import analysis_decode as ad
-import formatting as fmt
-from document import Bullets, Document, Paragraph, Table
-from loader import kernel_sort_key
-from loader_decode import HEAD_DIM, TYPES
+from .. import analysis
+from ..analysis import decode as ad
+from .. import formatting as fmt
+from ..document import Bullets, Document, Paragraph, Table
+from ..load.results import kernel_sort_key
+from ..load.decode import HEAD_DIM, TYPES
 
 TITLE = "Decoding against a KV cache"
 FIGURES = ("fig11_decode_time_per_token", "fig12_decode_bandwidth")

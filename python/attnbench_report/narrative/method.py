@@ -1,10 +1,10 @@
 """How far to trust the numbers and how they are made: noise, skipped points, method."""
 from __future__ import annotations
 
-import analysis
-import formatting as fmt
-from document import Bullets, Document, Paragraph, Table
-from loader import Table as Points
+from .. import analysis
+from .. import formatting as fmt
+from ..document import Bullets, Document, Paragraph, Table
+from ..load.results import Table as Points
 
 
 # --- noise and skipped --------------------------------------------------------------------------
@@ -87,7 +87,7 @@ def method(doc: Document, table: Points) -> None:
         "`scratch_bytes` is the kernel's measured workspace peak (packed K and V included, summed over worker "
         "threads); `score_matrix_bytes` = 4n²; `rss_peak_bytes` is the process's resident high-water mark; "
         "`bytes_moved` is the compulsory-traffic model of the roofline.",
-        "Exponents and slopes are ordinary least squares of ln y on ln n (`scripts/report/fit.py`); memory "
+        "Exponents and slopes are ordinary least squares of ln y on ln n (`python/attnbench_report/fit.py`); memory "
         "extrapolations are least squares of bytes on n² and n (naive) or n and 1 (tiled), non-negative terms.",
         f"The machine's ceilings are measured by the same program before the matrix: an FMA loop over "
         f"independent accumulators and a STREAM-like triad, on 1 and {analysis.threads_all(table)} threads.",

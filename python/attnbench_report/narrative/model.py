@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 import statistics
 
-import analysis
-import formatting as fmt
-import model as cost_model
-from document import Bullets, Document, Paragraph, Table
+from .. import analysis
+from .. import formatting as fmt
+from .. import model as cost_model
+from ..document import Bullets, Document, Paragraph, Table
 
 TITLE = "Where the time goes: a cost model"
 BREAKDOWN_N = 4096

@@ -2,12 +2,12 @@
 and build the run was measured on."""
 from __future__ import annotations
 
-import analysis
-import analysis_memory
-import analysis_throughput
-import formatting as fmt
-from document import Bullets, Document, Paragraph, Table
-from loader import Table as Points
+from .. import analysis
+from ..analysis import memory as analysis_memory
+from ..analysis import throughput as analysis_throughput
+from .. import formatting as fmt
+from ..document import Bullets, Document, Paragraph, Table
+from ..load.results import Table as Points
 
 
 # --- summary ------------------------------------------------------------------------------------

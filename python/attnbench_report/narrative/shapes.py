@@ -2,13 +2,13 @@
 grouped-query attention."""
 from __future__ import annotations
 
-import analysis
-import analysis_decode
-import analysis_memory
-import analysis_throughput
-import formatting as fmt
-from document import Document, Paragraph, Table
-from loader import Table as Points
+from .. import analysis
+from ..analysis import decode as analysis_decode
+from ..analysis import memory as analysis_memory
+from ..analysis import throughput as analysis_throughput
+from .. import formatting as fmt
+from ..document import Document, Paragraph, Table
+from ..load.results import Table as Points
 
 
 # --- causal -------------------------------------------------------------------------------------

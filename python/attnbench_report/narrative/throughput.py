@@ -2,11 +2,11 @@
 the roofline and thread scaling."""
 from __future__ import annotations
 
-import analysis
-import analysis_throughput
-import formatting as fmt
-from document import Document, Paragraph, Table
-from loader import Table as Points
+from .. import analysis
+from ..analysis import throughput as analysis_throughput
+from .. import formatting as fmt
+from ..document import Document, Paragraph, Table
+from ..load.results import Table as Points
 
 
 # --- throughput ---------------------------------------------------------------------------------

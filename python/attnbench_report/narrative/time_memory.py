@@ -2,12 +2,12 @@
 kernel overtakes the naive one, and the n x n score matrix against packed K and V."""
 from __future__ import annotations
 
-import analysis
-import analysis_decode
-import analysis_memory
-import formatting as fmt
-from document import Bullets, Document, Paragraph, Table
-from loader import Table as Points
+from .. import analysis
+from ..analysis import decode as analysis_decode
+from ..analysis import memory as analysis_memory
+from .. import formatting as fmt
+from ..document import Bullets, Document, Paragraph, Table
+from ..load.results import Table as Points
 
 
 # --- time ---------------------------------------------------------------------------------------
