@@ -1,5 +1,6 @@
-// The extension module `attnbench._core` (re-exported by the package python/attnbench/): attention()
-// and its backward pass on float32 NumPy arrays, the persistent KvCache, and the registry.
+// The extension module `attnbench._core` (re-exported by the package python/attnbench/):
+// attention() and its backward pass on float32 NumPy arrays, the persistent KvCache, and the
+// registry.
 //
 //   import attnbench, numpy as np
 //   o = attnbench.attention(q, k, v, causal=False, scale=None, kernel=None, threads=None,
@@ -148,9 +149,7 @@ attnbench::Options options_of(bool causal, std::optional<double> scale,
 
 const float* floats(const py::array& a) { return static_cast<const float*>(a.data()); }
 
-std::string type_name(const py::handle& arg) {
-  return py::str(py::type::of(arg).attr("__name__"));
-}
+std::string type_name(const py::handle& arg) { return py::str(py::type::of(arg).attr("__name__")); }
 
 // A K/V storage type given as "f32", "f16", "bf16", or as a NumPy dtype or scalar type of
 // float32, float16 or bfloat16 (np.float16, ml_dtypes.bfloat16, np.dtype("float32")).
@@ -226,11 +225,10 @@ using ReadLock = std::shared_lock<std::shared_mutex>;
 using WriteLock = std::unique_lock<std::shared_mutex>;
 
 // The calls' own names for the library's fields.
-constexpr Rename kCallRenames[] = {
-    {"tensors.k", "k"},
-    {"tensors.v", "v"},
-    {"tensors.kv_cache", "cache"},
-    {"options.kv_type", "kv_dtype"}};
+constexpr Rename kCallRenames[] = {{"tensors.k", "k"},
+                                   {"tensors.v", "v"},
+                                   {"tensors.kv_cache", "cache"},
+                                   {"options.kv_type", "kv_dtype"}};
 
 // Q's batch, heads and head dim against the cache's (the library would name shape fields).
 attnbench::Shape shape_on_cache(const py::array& q, const attnbench::KvCache& cache) {
@@ -333,14 +331,14 @@ std::unique_ptr<PyKvCache> make_cache(long long kv_heads, long long head_dim, lo
   auto made = std::make_unique<PyKvCache>();
   constexpr Rename kRenames[] = {{"type", "kv_dtype"}};
   with_argument_names(kRenames, [&] {
-    made->cache = std::make_unique<attnbench::KvCache>(kernel, sizes[3], sizes[0], sizes[1],
-                                                        sizes[2], type);
+    made->cache =
+        std::make_unique<attnbench::KvCache>(kernel, sizes[3], sizes[0], sizes[1], sizes[2], type);
   });
   return made;
 }
 
 void append_tokens(PyKvCache& self, const py::handle& k_arg, const py::handle& v_arg,
-            std::optional<long long> threads) {
+                   std::optional<long long> threads) {
   const py::array k = float32_input(k_arg, "k");
   const py::array v = float32_input(v_arg, "v");
   require_shape(v, "v", shape_vector(k), "k's");
@@ -356,8 +354,7 @@ void append_tokens(PyKvCache& self, const py::handle& k_arg, const py::handle& v
   for (const auto& [field, sizes] : sizes) {
     if (sizes.first != sizes.second) {
       bad_value(std::string("k: ") + field + " " + std::to_string(sizes.first) + " (shape " +
-                k_shape + ") must equal the cache's " + field + " " +
-                std::to_string(sizes.second));
+                k_shape + ") must equal the cache's " + field + " " + std::to_string(sizes.second));
     }
   }
   if (dk.len > cache.capacity() - cache.length()) {
@@ -481,7 +478,8 @@ PYBIND11_MODULE(_core, m) {
       "field (or the argument) and its value, e.g. 'shape.q_len = 0: must be at least 1'. A "
       "ValueError.";
 
-  py::class_<PyKvCache>(m, "KvCache", R"(One layer's keys and values, kept packed for attention() to read as they are.
+  py::class_<PyKvCache>(
+      m, "KvCache", R"(One layer's keys and values, kept packed for attention() to read as they are.
 
 The cache holds up to `capacity` tokens for batch x kv_heads key/value heads of head_dim elements,
 stored as kv_dtype in the layout of `kernel`. Prefill appends a block of tokens, decoding one at a
@@ -553,7 +551,8 @@ Raises:
           "capacity", [](const PyKvCache& c) { return c.cache->capacity(); },
           "Most tokens the cache holds.")
       .def_property_readonly(
-          "dtype", [](const PyKvCache& c) { return std::string(attnbench::to_string(c.cache->type())); },
+          "dtype",
+          [](const PyKvCache& c) { return std::string(attnbench::to_string(c.cache->type())); },
           "How K and V are stored: 'f32', 'f16' or 'bf16'.")
       .def_property_readonly(
           "batch", [](const PyKvCache& c) { return c.cache->batch(); }, "Batch entries.")
@@ -578,10 +577,10 @@ Raises:
         const attnbench::KvCache& k = *c.cache;
         return "KvCache(kv_heads=" + std::to_string(k.kv_heads()) +
                ", head_dim=" + std::to_string(k.head_dim()) +
-               ", capacity=" + std::to_string(k.capacity()) + ", batch=" + std::to_string(k.batch()) +
-               ", kv_dtype='" + std::string(attnbench::to_string(k.type())) + "', kernel='" +
-               std::string(k.kernel().name) + "'; length " +
-               std::to_string(length_of(c)) + ")";
+               ", capacity=" + std::to_string(k.capacity()) +
+               ", batch=" + std::to_string(k.batch()) + ", kv_dtype='" +
+               std::string(attnbench::to_string(k.type())) + "', kernel='" +
+               std::string(k.kernel().name) + "'; length " + std::to_string(length_of(c)) + ")";
       });
 
   m.def(

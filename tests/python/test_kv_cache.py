@@ -202,6 +202,25 @@ class Cache(unittest.TestCase):
                 self.assertTrue(np.array_equal(bits(want), bits(attnbench.attention(q, cache=cache))),
                                 f"{kernel} {dtype}")
 
+    def test_appends_and_calls_from_two_python_threads(self):
+        # One thread decodes token by token while this one calls on the cache: every call sees the
+        # cache between two appends, so its result is the plain call's at some length.
+        import threading
+        k, v, q = normal(2, 64, 16, seed=34), normal(2, 64, 16, seed=35), normal(4, 1, 16, seed=36)
+        want = {attnbench.attention(q, k[:, :n].copy(), v[:, :n].copy(), kv_dtype="f16").tobytes()
+                for n in range(1, 65)}
+        cache = attnbench.KvCache(2, 16, 64, kv_dtype="f16")
+        cache.append(k[:, :1].copy(), v[:, :1].copy())
+        writer = threading.Thread(target=lambda: [cache.append(k[:, t:t + 1].copy(), v[:, t:t + 1].copy())
+                                                  for t in range(1, 64)])
+        writer.start()
+        calls = 0
+        while writer.is_alive() or calls == 0:
+            self.assertIn(attnbench.attention(q, cache=cache, threads=1).tobytes(), want)
+            calls += 1
+        writer.join()
+        self.assertEqual(cache.length, 64)
+
 
 class BadInput(unittest.TestCase):
     q, k = normal(6, 8, seed=40), normal(9, 8, seed=41)
