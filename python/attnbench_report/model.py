@@ -2,7 +2,7 @@
 the point does, never from the point's own time.
 
 - What the machine measured (bench/machine_constants.hpp, in the run's JSON context, again among the
-  matrix's points and after the study's last window: machine_constants.py, which keeps the fastest
+  matrix's points and after the study's last window: load/machine_constants.py, which keeps the fastest
   reading of each): the SIMD
   kernels' two products alone on one key block in L2 (FLOP/s per ISA and d), their softmax sweeps
   alone on one score tile (seconds per score), both also per thread while every thread runs them at

@@ -1,4 +1,4 @@
-"""Derived numbers (analysis.py) on synthetic runs whose answer is known and on the fixture run:
+"""Derived numbers (analysis/__init__.py) on synthetic runs whose answer is known and on the fixture run:
 crossover, exponents, speedups, thread scaling, winners, noise, causal and grouped-query ratios."""
 from __future__ import annotations
 

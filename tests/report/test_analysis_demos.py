@@ -1,4 +1,4 @@
-"""The numbers analysis_demos.py derives from the demos, on the real demos.json of tests/fixtures (one
+"""The numbers analysis/demos.py derives from the demos, on the real demos.json of tests/fixtures (one
 `attnbench demo all --json` of the VM run) and on small hand-made demos whose answer differs."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""analysis_memory.py: the score matrix's bytes and what fits where, the measured scratch and RSS
+"""analysis/memory.py: the score matrix's bytes and what fits where, the measured scratch and RSS
 curves, and the long-context figures, on the fixture run (a 2-CPU VM: 1 MiB L2, 32 MiB L3, 25.3 GB
 of RAM, a naive budget of half of it) and on hand-made runs."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""analysis_throughput.py: shares of the peak, GFLOP/s by head dim, the roofline and decoding
+"""analysis/throughput.py: shares of the peak, GFLOP/s by head dim, the roofline and decoding
 bandwidth, on hand-made points under a hand-made machine (peak 100 GFLOP/s, triad 10 GB/s: the
 ridge at 10 FLOP/byte) and on the fixture run."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The Concepts section: demos.json (`attnbench demo all --json`, tests/fixtures/demos.json is one
-real file) read by demos.py, drawn by fig_concepts.py and written up by narrative_concepts.py, only when
+real file) read by demos.py, drawn by figures/concepts.py and written up by narrative/concepts.py, only when
 the file lies next to the run's results.json (the derived numbers: test_analysis_demos.py)."""
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Numbers derived from the table that both the figures and the text use, so they always agree:
 which kernels, fitted exponents, speedups and thread scaling, the tiled-over-naive crossover,
 noise, winners, causal and grouped-query ratios. Memory (the score matrix, scratch curves, long
-contexts) is derived in analysis_memory.py, throughput against the machine's ceilings (peak shares,
-head dims, the roofline, decoding bandwidth) in analysis_throughput.py, the demos' numbers in
-analysis_demos.py. The narrative modules only phrase what these return."""
+contexts) is derived in analysis/memory.py, throughput against the machine's ceilings (peak shares,
+head dims, the roofline, decoding bandwidth) in analysis/throughput.py, the demos' numbers in
+analysis/demos.py. The narrative modules only phrase what these return."""
 from __future__ import annotations
 
 import math

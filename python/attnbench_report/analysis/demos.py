@@ -1,5 +1,5 @@
 """Numbers derived from the demos (demos.load's dicts, one per demo of `attnbench demo all`) that the
-Concepts figures (fig_concepts.py) and text (narrative_concepts.py) share, so they agree. The
+Concepts figures (figures/concepts.py) and text (narrative/concepts.py) share, so they agree. The
 demos' own measurements are read as they are; what is computed from them is computed here."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The decode window's loader: `attnbench_bench --decode`'s Google Benchmark JSON (decode.json, which
-scripts/study.sh writes next to results.json) -> its points. loader.py reads the other windows; this
+scripts/study.sh writes next to results.json) -> its points. load/results.py reads the other windows; this
 module is the only code that splits the decode window's names into columns:
 
     decode/<kernel>/layout:<head|llama>/rows:R/kv:N/type:<f32|f16|bf16>/threads:t

@@ -1,9 +1,9 @@
 """The demos' numbers: `attnbench demo all --json demos.json` (src/demo/) -> one dict per demo.
 
-Not benchmark JSON (loader.py reads that): `{"demos": {NAME: {...}}}`, one object per demo that
+Not benchmark JSON (load/results.py reads that): `{"demos": {NAME: {...}}}`, one object per demo that
 ran, inf and NaN written as the strings "inf", "-inf" and "nan". The report draws the "Concepts"
 section from it when a demos.json lies next to the run's results.json (scripts/study.sh writes
-one). What the figures and the text compute from these numbers is in analysis_demos.py.
+one). What the figures and the text compute from these numbers is in analysis/demos.py.
 """
 from __future__ import annotations
 

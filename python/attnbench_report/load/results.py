@@ -379,7 +379,7 @@ def _records_of(run: Run, benchmarks: list) -> list:
     for entry in benchmarks:
         name = entry.get("run_name") or _AGGREGATE_SUFFIX.sub("", entry["name"])
         if name.startswith(CONSTANTS_POINT):
-            continue  # readings of the machine constants, not a point (machine_constants.py)
+            continue  # readings of the machine constants, not a point (load/machine_constants.py)
         groups.setdefault(name, []).append(entry)
     records = []
     for name, entries in groups.items():
