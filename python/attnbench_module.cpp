@@ -101,27 +101,13 @@ Dims dims_of(const py::array& a) {
   return d;
 }
 
+std::vector<std::size_t> dims_vector(const py::array& a) {
+  return std::vector<std::size_t>(a.shape(), a.shape() + a.ndim());
+}
+
+// The library's shape_from_dims, as the CLI uses it: attnbench.Error naming q, k or v.
 attnbench::Shape shape_of(const py::array& q, const py::array& k, const py::array& v) {
-  if (k.ndim() != q.ndim() || v.ndim() != q.ndim()) {
-    bad_value("k, v: shapes " + shape_string(k) + ", " + shape_string(v) +
-              " must have the rank of q " + shape_string(q));
-  }
-  for (py::ssize_t i = 0; i < k.ndim(); ++i) {
-    if (k.shape(i) != v.shape(i)) {
-      bad_value("v: shape " + shape_string(v) + " must equal k's " + shape_string(k));
-    }
-  }
-  const Dims dq = dims_of(q), dk = dims_of(k);
-  if (dq.batch != dk.batch) {
-    bad_value("k: batch " + std::to_string(dk.batch) + " must equal q's " +
-              std::to_string(dq.batch));
-  }
-  if (dq.dim != dk.dim) {
-    bad_value("k: head dim " + std::to_string(dk.dim) + " must equal q's " +
-              std::to_string(dq.dim));
-  }
-  // Heads, lengths and sizes are the library's to check (attnbench.Error names the field).
-  return attnbench::Shape{dq.batch, dq.heads, dk.heads, dq.len, dk.len, dq.dim};
+  return attnbench::shape_from_dims(dims_vector(q), dims_vector(k), dims_vector(v));
 }
 
 const attnbench::Kernel& kernel_named(const std::optional<std::string>& name) {
@@ -390,12 +376,7 @@ void clear_cache(PyKvCache& self) {
 
 // `kernel`, or by default the first available kernel of the registry that has a backward pass.
 const attnbench::Kernel& backward_kernel_named(const std::optional<std::string>& name) {
-  if (!name) {
-    for (const attnbench::Kernel& k : attnbench::registry()) {
-      if (k.available() && k.has_backward()) return k;
-    }
-    bad_value("kernel: no kernel available on this CPU has a backward pass");
-  }
+  if (!name) return attnbench::default_backward_kernel();
   const attnbench::Kernel& kernel = kernel_named(name);
   if (!kernel.has_backward()) {
     bad_value("kernel: '" + *name + "' has no backward pass (kernels() lists has_backward)");

@@ -58,10 +58,6 @@ Shape shape_from_dims(std::span<const std::size_t> q, std::span<const std::size_
     throw mismatch("batch " + std::to_string(kb) + " must equal " + std::string(q_name) + "'s " +
                    std::to_string(qb));
   }
-  if (qh % kh != 0) {
-    throw mismatch(std::to_string(kh) + " key/value heads must divide " + std::string(q_name) +
-                   "'s " + std::to_string(qh) + " query heads");
-  }
   return Shape{qb, qh, kh, qn, kn, qd};
 }
 

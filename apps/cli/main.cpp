@@ -337,6 +337,7 @@ int backward(const BackwardArgs& args) {
 
 int main(int argc, char** argv) {
   CLI::App app{"attnbench: scaled dot-product attention on the CPU, O = softmax(Q K^T * scale) V"};
+  app.set_version_flag("--version", std::string("attnbench ") + attnbench::kVersion);
   app.require_subcommand(1);
   CLI::App* list = app.add_subcommand("list",
                                       "print every kernel, whether it has a backward pass, the K/V "
@@ -386,6 +387,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "attnbench: %s (see --help)\n", e.what());

@@ -26,9 +26,9 @@ struct Shape {
 
 // The Shape of a call on arrays of these dimensions, each (n, d), (h, n, d) or (b, h, n, d) like
 // Q, K and V themselves (a front end's arrays: NumPy's, .npy files'). Checks what the dimensions
-// alone decide (ranks 2 to 4, K and V alike, equal ranks, head dim and batch matching, K/V heads
-// dividing the query heads) and throws Error naming the array by `names` (its field) with its
-// shape (its value); sizes are validate()'s.
+// alone decide (ranks 2 to 4, K and V alike, equal ranks, head dim and batch matching) and throws
+// Error naming the array by `names` (its field) with its shape (its value); heads and sizes are
+// validate()'s.
 Shape shape_from_dims(std::span<const std::size_t> q, std::span<const std::size_t> k,
                       std::span<const std::size_t> v,
                       const std::array<std::string_view, 3>& names = {"q", "k", "v"});

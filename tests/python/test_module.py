@@ -177,11 +177,12 @@ class BadInput(unittest.TestCase):
         q = self.q
         self.raises(ValueError, r"^k: not C-contiguous .*np.ascontiguousarray\(k\)", q, q.T.copy().T, q)
         self.raises(ValueError, r"^q: not C-contiguous", q[::2], q, q)
-        self.raises(ValueError, r"must have the rank of q", q, q[None], q[None])
-        self.raises(ValueError, r"^v: shape \(9, 8\) must equal k's \(10, 8\)", q, q, q[:9].copy())
-        self.raises(ValueError, r"^k: head dim 4 must equal q's 8", q, q[:, :4].copy(), q[:, :4].copy())
+        self.raises(ValueError, r"^k = \(1, 10, 8\): has 3 dimensions, q has 2", q, q[None], q[None])
+        self.raises(ValueError, r"^v = \(9, 8\): must equal k's shape \(10, 8\)", q, q, q[:9].copy())
+        self.raises(ValueError, r"^k = \(10, 4\): head dim 4 must equal q's 8", q, q[:, :4].copy(),
+                    q[:, :4].copy())
         q4, k4 = normal(2, 3, 5, 8), normal(1, 3, 5, 8)
-        self.raises(ValueError, r"^k: batch 1 must equal q's 2", q4, k4, k4)
+        self.raises(ValueError, r"^k = \(1, 3, 5, 8\): batch 1 must equal q's 2", q4, k4, k4)
         q3, k3 = normal(3, 5, 8), normal(2, 5, 8)
         self.raises(attnbench.Error, r"^shape.q_heads = 3: must be a multiple of shape.kv_heads = 2", q3, k3, k3)
 
@@ -319,7 +320,7 @@ class Backward(unittest.TestCase):
         raises(TypeError, r"^lse: dtype float64", q, kv, kv, o, lse.astype(np.float64), d_o)
         raises(TypeError, r"^d_o: expected a numpy.ndarray", q, kv, kv, o, lse, d_o.tolist())
         raises(ValueError, r"^o: not C-contiguous", q, kv, kv, normal(8, 6).T, lse, d_o)
-        raises(ValueError, r"^v: shape \(4, 8\) must equal k's \(5, 8\)", q, kv, kv[:4].copy(), o, lse, d_o)
+        raises(ValueError, r"^v = \(4, 8\): must equal k's shape \(5, 8\)", q, kv, kv[:4].copy(), o, lse, d_o)
         raises(ValueError, r"^kernel: 'tiled/gpu' is no registry kernel", q, kv, kv, o, lse, d_o, kernel="tiled/gpu")
         for k in attnbench.kernels():
             if k["available"] and not k["has_backward"]:
