@@ -3,7 +3,8 @@
 // The matrix window measures them before its points; a shared host can be slow in that minute, so
 // the matrix also takes readings among its points (repetitions of this point, interleaved with
 // theirs, preset.constants_readings), the study measures them again after its last window, and the
-// cost model prices with the fastest reading of each (scripts/report/machine_constants.py).
+// cost model prices with the fastest reading of each
+// (python/attnbench_report/load/machine_constants.py).
 //   constants/threads:<all>
 //       one call a repetition; a counter per constant, named as its key in the matrix's context.
 #pragma once

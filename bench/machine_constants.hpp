@@ -1,7 +1,7 @@
-// The machine constants the cost model prices a kernel's operations with (scripts/report/model.py),
-// measured beside the FMA peak and triad (ceilings.hpp) and written into the JSON context:
-// the kernels' own vector exp, the FMA rate per ISA, read bandwidth from each cache level and
-// from DRAM, and what a parallel task and a call on the thread pool cost.
+// The machine constants the cost model prices a kernel's operations with
+// (python/attnbench_report/model.py), measured beside the FMA peak and triad (ceilings.hpp) and
+// written into the JSON context: the kernels' own vector exp, the FMA rate per ISA, read bandwidth
+// from each cache level and from DRAM, and what a parallel task and a call on the thread pool cost.
 #pragma once
 
 #include <cstddef>

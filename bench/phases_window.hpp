@@ -1,7 +1,7 @@
 // The benchmark's phases window (attnbench_bench --phases): where a tiled SIMD kernel's time goes,
-// measured, to check the cost model's breakdown against (scripts/report/model.py). Each point times
-// rounds of calls on one head of one problem, on one thread: the kernel's own rows function over
-// the head (`all`), and the variants that do one phase alone over the same loops
+// measured, to check the cost model's breakdown against (python/attnbench_report/model.py). Each
+// point times rounds of calls on one head of one problem, on one thread: the kernel's own rows
+// function over the head (`all`), and the variants that do one phase alone over the same loops
 // (SimdTable::phases: the score product, the softmax's sweeps, the blend product), and the packing
 // of K and V; each round in a rotated order, so that every phase's share is a ratio of calls made
 // milliseconds apart.

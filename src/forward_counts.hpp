@@ -1,7 +1,7 @@
 // What one forward call does, counted from the kernel's own blocking (kernels::ForwardBlocking)
 // and the driver's plan (call_plan.hpp): the operations and bytes the cost model
-// (scripts/report/model.py) prices with the machine's measured constants. The benchmark writes
-// them as counters of each point; this file is the one place their formulas live.
+// (python/attnbench_report/model.py) prices with the machine's measured constants. The benchmark
+// writes them as counters of each point; this file is the one place their formulas live.
 #pragma once
 
 #include <cstddef>

@@ -4,15 +4,12 @@ call with the same kv_dtype bit for bit, and every error the new arguments and c
 
 ctest runs it with python_test (tests/CMakeLists.txt), the built package on PYTHONPATH.
 """
-import sys
 import unittest
-from pathlib import Path
 
 import numpy as np
 
 import attnbench
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for numpy_reference
 from numpy_reference import attention as reference  # noqa: E402
 
 try:

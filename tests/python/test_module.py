@@ -8,18 +8,15 @@ ATTNBENCH_CLI:
 """
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import unittest
-from pathlib import Path
 
 import numpy as np
 
 import attnbench
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for numpy_reference
 from numpy_reference import attention as reference  # noqa: E402
 from numpy_reference import attention_backward as reference_backward  # noqa: E402
 
