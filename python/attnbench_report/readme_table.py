@@ -1,0 +1,202 @@
+"""The README's results table, generated from a committed run folder.
+
+    python -m attnbench_report.readme_table reports/runs/<run>               # print the table
+    python -m attnbench_report.readme_table reports/runs/<run> --write README.md   # replace it there
+
+Reads the run's results.json (the matrix) and, where they lie beside it, the contenders' windows
+(contenders.json, python_contenders.json) through the one loader (load/results.py). For a few
+forward points (one head, not causal, n = 1024, 4096, 16384 where measured, d = 64 and 128, one
+thread and all) each source gets a table: attnbench's fastest kernel at the point against each
+other contender of that source, GFLOP/s (median over repetitions) and its share of the FMA peak the
+run measured at that thread count. A ratio counts only within one source (docs/benchmarks.md), so
+the sources are never mixed in a row. A missing window, or a source without the points, is said in
+the text, not an error. The table sits in the README between the two MARKERS; docs_test checks that
+it equals this script's output for the committed run.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+from .load import results as loader
+
+MARKERS = ("<!-- results-table: begin (python -m attnbench_report.readme_table; do not edit by hand) -->",
+           "<!-- results-table: end -->")
+PREFERRED_N = (1024, 4096, 16384)
+PREFERRED_D = (64, 128)
+SOURCES = (("matrix", "the benchmark matrix (`results.json`)"),
+           ("contenders", "the C++ contenders' window (`contenders.json`)"),
+           ("python", "the Python contenders' window (`python_contenders.json`)"))
+# Context keys a run may record its commit under (the first present wins).
+COMMIT_KEYS = ("attnbench_commit", "git_commit", "commit")
+
+
+def _role(kernel: str, roles: dict) -> str:
+    """attnbench, baseline or peer: the window's or run's context says; older runs name no roles,
+    and there naive/openblas is the baseline and every other kernel of the matrix is attnbench's."""
+    role = roles.get(kernel)
+    if role:
+        return role
+    return "baseline" if kernel == "naive/openblas" else "attnbench"
+
+
+def _pct_peak(record, peak: float | None) -> float:
+    if not math.isnan(record.pct_peak_median):
+        return record.pct_peak_median
+    if peak and not math.isnan(record.gflops_median):
+        return 100.0 * record.gflops_median / peak
+    return math.nan
+
+
+def _cell(gflops: float, pct: float) -> str:
+    if math.isnan(gflops):
+        return "–"
+    return f"{gflops:.0f} ({pct:.0f}%)" if not math.isnan(pct) else f"{gflops:.0f}"
+
+
+def _points(table, threads_all: int | None) -> list:
+    """The (n, d, threads) points shown: forward, one head, not causal; the preferred n where the
+    source has them (else every n it has), the preferred d, one thread and all."""
+    rows = table.where(family="matrix", pass_="forward", causal=False).measured()
+    ns = [n for n in PREFERRED_N if n in rows.values("n")] or rows.values("n")
+    threads = sorted({1, threads_all or max(rows.values("threads") or [1])})
+    return [(n, d, t) for d in PREFERRED_D for n in ns for t in threads
+            if rows.where(n=n, d=d, threads=t).records]
+
+
+def _source_table(table, run, roles: dict, peak_context: dict) -> list:
+    """Markdown lines of one source's table, or [] when it has none of the points."""
+    points = _points(table, run.threads_all)
+    if not points:
+        return []
+    kernels = table.values("kernel")
+    others = [k for k in kernels if _role(k, roles) != "attnbench"]
+    head = ["n", "d", "threads", "attnbench's fastest", "GFLOP/s (% of peak)"] + \
+           [f"`{k}`" for k in others] + ["fastest over the strongest other"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for n, d, t in points:
+        at = table.where(family="matrix", pass_="forward", causal=False, n=n, d=d, threads=t).measured()
+        peak = peak_context.get(t)
+        ours = [r for r in at if _role(r.kernel, roles) == "attnbench" and not math.isnan(r.gflops_median)]
+        if not ours:
+            continue
+        best = max(ours, key=lambda r: r.gflops_median)
+        cells = [str(n), str(d), str(t), f"`{best.kernel}`", _cell(best.gflops_median, _pct_peak(best, peak))]
+        strongest = math.nan
+        for k in others:
+            r = at.one(kernel=k)
+            g = r.gflops_median if r else math.nan
+            cells.append(_cell(g, _pct_peak(r, peak) if r else math.nan))
+            if not math.isnan(g):
+                strongest = g if math.isnan(strongest) else max(strongest, g)
+        cells.append(f"{best.gflops_median / strongest:.2f}x" if not math.isnan(strongest) else "–")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines if len(lines) > 2 else []
+
+
+def _commit(run) -> str:
+    for key in COMMIT_KEYS:
+        if run.context.get(key):
+            return f"`{run.context[key]}`"
+    try:
+        out = subprocess.run(["git", "log", "-1", "--format=%h", "--", run.path.name], cwd=run.path.parent,
+                             capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    if out:
+        return f"not recorded in the run; its results were committed in `{out}`"
+    return "not recorded in the run"
+
+
+def _machine(run) -> str:
+    c = run.context
+    parts = [str(c.get("cpu_model", "unknown CPU"))]
+    if c.get("num_cpus"):
+        parts.append(f"{c['num_cpus']} CPUs")
+    if c.get("host_name"):
+        parts.append(f"host `{c['host_name']}`")
+    if c.get("dispatch tiled/simd"):
+        parts.append(f"`tiled/simd` runs as `{c['dispatch tiled/simd']}`")
+    return ", ".join(parts)
+
+
+def _peaks(run) -> dict:
+    threads = sorted({1, run.threads_all or 1})
+    return {t: run.fma_peak_gflops(t) for t in threads}
+
+
+def table_markdown(run_dir: str | Path) -> str:
+    """The README's results section body for one run folder (without the markers)."""
+    run_dir = Path(run_dir)
+    table = loader.load([run_dir])
+    run = table.runs[0]
+    windows = {w.name: w for w in loader.load_windows(run)}
+    label = run_dir.name
+    date = str(run.context.get("date", ""))[:10] or "undated"
+    peaks = _peaks(run)
+    peak_text = ", ".join(f"{p:.0f} GFLOP/s ({run.fma_peak_isa(t) or 'ISA not recorded'}) on {t} "
+                          f"thread{'s' if t > 1 else ''}" for t, p in peaks.items() if p)
+    where = f"[`{label}`](reports/runs/{label}/report.md)" if run_dir.resolve().parent.name == "runs" else f"`{label}`"
+    out = [f"Run {where} (preset "
+           f"`{run.context.get('attnbench_preset', '?')}`), {date}, {_machine(run)}; commit: {_commit(run)}. "
+           f"GFLOP/s are medians over repetitions, forward pass, one head, not causal; the share is of "
+           f"the FMA peak the run measured ({peak_text or 'not recorded'}). A ratio is read within one "
+           f"source, never across."]
+    absent = []
+    for name, title in SOURCES:
+        if name == "matrix":
+            source_table, roles, context = table, {k[len("role "):]: v for k, v in run.context.items()
+                                                   if k.startswith("role ")}, run.context
+        elif name in windows:
+            w = windows[name]
+            source_table, roles, context = w.table, {k: c.role for k, c in w.contenders.items()}, w.context
+        else:
+            absent.append(title)
+            continue
+        window_run = loader.Run(index=0, label=label, path=run.path, context=context)
+        peak_context = {t: window_run.fma_peak_gflops(t) or peaks.get(t) for t in peaks}
+        lines = _source_table(source_table, run, roles, peak_context)
+        if not lines:
+            absent.append(f"{title} (none of the points)")
+            continue
+        out += ["", f"From {title}:", ""] + lines
+    if absent:
+        out += ["", "Not in this run: " + "; ".join(absent) + "."]
+    return "\n".join(out) + "\n"
+
+
+def replace_between_markers(text: str, body: str) -> str:
+    begin, end = MARKERS
+    i, j = text.find(begin), text.find(end)
+    if i < 0 or j < i:
+        raise ValueError(f"the markers {begin!r} and {end!r} are not in the file")
+    return text[: i + len(begin)] + "\n" + body + text[j:]
+
+
+def between_markers(text: str) -> str:
+    begin, end = MARKERS
+    i, j = text.find(begin), text.find(end)
+    if i < 0 or j < i:
+        raise ValueError(f"the markers {begin!r} and {end!r} are not in the file")
+    return text[i + len(begin) + 1: j]
+
+
+def main(argv: list | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attnbench_report.readme_table", description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", help="a run folder (reports/runs/<run>) with results.json")
+    parser.add_argument("--write", metavar="README", help="replace the table between the markers in this file")
+    args = parser.parse_args(argv)
+    body = table_markdown(args.run)
+    if args.write:
+        path = Path(args.write)
+        path.write_text(replace_between_markers(path.read_text(encoding="utf-8"), body), encoding="utf-8")
+    else:
+        sys.stdout.write(body)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
