@@ -48,6 +48,9 @@ int attnbench_c_preset(const char* name, std::size_t all_threads, std::size_t* n
 
 // The kernel registry entry `kernel` resolves to here ("tiled/simd" -> "tiled/simd/avx512f"), or
 // null for an unknown name.
+// The library's version (<attnbench/version.hpp>), for the runner's context.
+const char* attnbench_c_version() { return attnbench::kVersion; }
+
 const char* attnbench_c_resolve(const char* kernel) {
   const attnbench::Kernel* k = attnbench::find_kernel(kernel);
   return k ? attnbench::resolve(*k).name.data() : nullptr;  // registry names are NUL-terminated

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The Python contenders' window: NumPy and PyTorch beside attnbench's `tiled/simd`, in one process.
+"""The Python contenders' window: NumPy, PyTorch, OpenVINO and ONNX Runtime beside attnbench's
+`tiled/simd`, in one process.
 
     .venv/bin/python scripts/contenders.py --preset quick|full --lib build/lib/libattnbench_capi.so \
         --out DIR/python_contenders.json [--filter REGEX]
@@ -12,7 +13,9 @@ three steps as the attention module writes them (`numpy/textbook`: new arrays at
 `numpy/inplace`: one score buffer, every step in place), and PyTorch (`torch/matmul`: matmul,
 softmax, matmul; `torch/sdpa`: `torch.nn.functional.scaled_dot_product_attention` on one batch of one
 head, the layout whose CPU dispatch takes the fused kernel; the version and the path it took are
-recorded in the JSON's context). Each contender
+recorded in the JSON's context), OpenVINO's CPU `ScaledDotProductAttention` (`openvino/sdpa`) and
+ONNX Runtime's CPU `MultiHeadAttention` (`onnxruntime/mha`), each compiled once per point as a
+deployment compiles it, the kernel that ran in each entry's `label`. Each contender
 is prepared, called once (the warm-up) and checked against the float64 oracle by the benchmark's own
 check (`attnbench_c_check`, 16 sampled rows) before it is timed; one that fails is recorded as
 failed, one that is missing or cannot run a point (causal) is recorded with the reason.
@@ -55,6 +58,20 @@ except ImportError as error:  # recorded at every point as missing
     torch = None
     TORCH_ERROR = str(error)
 
+try:
+    import openvino  # noqa: E402
+    import openvino.opset13 as ov_ops  # noqa: E402
+except ImportError as error:
+    openvino = None
+    OPENVINO_ERROR = str(error)
+
+try:
+    import onnx  # noqa: E402
+    import onnxruntime  # noqa: E402
+except ImportError as error:
+    onnxruntime = None
+    ONNXRUNTIME_ERROR = str(error)
+
 CHECK_ROWS = 16
 
 
@@ -77,6 +94,7 @@ class Capi:
             ctypes.c_char_p, ctypes.c_size_t, size_p, size_p, ctypes.POINTER(ctypes.c_int), size_p,
             ctypes.c_size_t, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double),
             ctypes.POINTER(ctypes.c_double)]
+        self.lib.attnbench_c_version.restype = ctypes.c_char_p
         self.lib.attnbench_c_resolve.restype = ctypes.c_char_p
         self.lib.attnbench_c_resolve.argtypes = [ctypes.c_char_p]
         self.lib.attnbench_c_role.restype = ctypes.c_char_p
@@ -227,7 +245,8 @@ class Attnbench(Contender):
         self.capi, self.name = capi, capi.resolve(kernel)
         self.kernel = self.name.encode()
         role, fused = capi.role(self.name)
-        self.description = {"role": role, "library": "attnbench", "version": "0.1",
+        self.description = {"role": role, "library": "attnbench",
+                            "version": capi.lib.attnbench_c_version().decode(),
                             "threading": "oneTBB task_arena of the call's threads", "fused": fused,
                             "how": "the registry kernel through libattnbench_capi.so (ctypes), timed from Python"}
 
@@ -343,14 +362,15 @@ class TorchMatmul(TorchContender):
             self.o = torch.matmul(torch.softmax(s, dim=-1), self.tv)
 
 
-def sdpa_path() -> str:
-    """The path PyTorch's dispatch takes for scaled_dot_product_attention on a (1, 1, n, d) fp32 CPU
-    input, as its own chooser names it (its CPU choices: the fused flash-attention kernel or math)."""
+def sdpa_path(probe=None, causal: bool = False) -> str:
+    """The path PyTorch's dispatch takes for scaled_dot_product_attention on `probe` as q, k and v
+    (default a (1, 1, 64, 64) fp32 CPU tensor), as its own chooser names it (its CPU choices: the
+    fused flash-attention kernel or math)."""
     if torch is None:
         return "not installed"
     try:
-        probe = torch.zeros((1, 1, 64, 64))
-        choice = torch._fused_sdp_choice(probe, probe, probe, None, 0.0, False)
+        probe = torch.zeros((1, 1, 64, 64)) if probe is None else probe
+        choice = torch._fused_sdp_choice(probe, probe, probe, None, 0.0, causal)
         return torch.nn.attention.SDPBackend(choice).name.lower()
     except (AttributeError, RuntimeError, TypeError, ValueError):  # a private API: may move
         return "unknown"
@@ -368,10 +388,113 @@ class TorchSdpa(TorchContender):
         self.how = f"torch.nn.functional.scaled_dot_product_attention on (1, 1, n, d), is_causal (its CPU path: {path})"
         super().__init__(blas)
 
+    def prepare(self, point, q, k, v):
+        super().prepare(point, q, k, v)
+        self.label = f"{sdpa_path(self.tq[None, None], point['causal'])} (torch._fused_sdp_choice)"
+
     def run(self):
         with torch.no_grad():
             self.o = torch.nn.functional.scaled_dot_product_attention(
                 self.tq[None, None], self.tk[None, None], self.tv[None, None], is_causal=self.point["causal"])[0, 0]
+
+
+class OpenVinoSdpa(Contender):
+    """OpenVINO's ScaledDotProductAttention (opset13) in a one-node model compiled for the CPU
+    plugin, as a deployment compiles it: once per shape, f32 inference precision, a latency hint
+    with one stream and the point's threads. The kernel that ran is the runtime model's node (its
+    layer and primitive type), recorded as each entry's label."""
+
+    name = "openvino/sdpa"
+
+    def __init__(self):
+        version = openvino.get_version() if openvino is not None else "not installed"
+        self.description = {"role": "peer", "library": "OpenVINO", "version": version, "fused": True,
+                            "threading": "the CPU plugin's own pool (INFERENCE_NUM_THREADS, one stream)",
+                            "how": "opset13.scaled_dot_product_attention(q, k, v, causal) on (1, 1, n, d), "
+                                   "compile_model('CPU', f32), infer request reused"}
+
+    def unsupported(self, point):
+        return "" if openvino is not None else f"missing: OpenVINO (openvino, requirements.txt): {OPENVINO_ERROR}"
+
+    def prepare(self, point, q, k, v):
+        super().prepare(point, q, k, v)
+        n, d = point["n"], point["d"]
+        params = [ov_ops.parameter([1, 1, n, d], openvino.Type.f32, name=x) for x in "qkv"]
+        node = ov_ops.scaled_dot_product_attention(*params, causal=point["causal"])
+        model = openvino.Model([node], params, "sdpa")
+        compiled = openvino.Core().compile_model(model, "CPU", {
+            "INFERENCE_NUM_THREADS": point["threads"], "INFERENCE_PRECISION_HINT": "f32",
+            "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1})
+        self.request = compiled.create_infer_request()
+        self.inputs = [x.reshape(1, 1, n, d) for x in (q, k, v)]
+        info = [{key: op.get_rt_info()[key].astype(str) for key in op.get_rt_info().keys()}
+                for op in compiled.get_runtime_model().get_ordered_ops()]
+        sdpa = [i for i in info if "ScaledDotProductAttention" in i.get("originalLayersNames", "")]
+        if not sdpa or any(i.get("runtimePrecision") != "f32" for i in sdpa):
+            raise RuntimeError(f"the plugin did not run the SDPA node in f32: {sdpa}")
+        # e.g. "Subgraph jit_avx512_f32 f32 (Multiply,Softmax,ScaledDotProductAttention)": the
+        # plugin's fused MHA subgraph, or its ScaledDotProductAttention node.
+        self.label = "; ".join(f"{i['layerType']} {i['primitiveType']} {i['runtimePrecision']} "
+                               f"({i['originalLayersNames'].strip(',')})" for i in sdpa)
+
+    def run(self):
+        self.request.infer(self.inputs, share_inputs=True)
+
+    def output(self):
+        return np.ascontiguousarray(self.request.get_output_tensor(0).data[0, 0], dtype=np.float32)
+
+    def release(self):
+        super().release()
+        self.request = self.inputs = None
+
+
+class OnnxRuntimeMha(Contender):
+    """ONNX Runtime's CPU MultiHeadAttention (com.microsoft) in a one-node model, one head: an
+    InferenceSession per shape with the point's intra-op threads. For float32 without a mask or
+    causal flag its kernel is MLAS's flash attention; `unidirectional` (causal) takes its unfused
+    path (scores materialised), which is recorded as the entry's label and `fused` per point."""
+
+    name = "onnxruntime/mha"
+
+    def __init__(self):
+        version = onnxruntime.__version__ if onnxruntime is not None else "not installed"
+        self.description = {"role": "peer", "library": "ONNX Runtime", "version": version, "fused": True,
+                            "threading": "its intra-op thread pool (intra_op_num_threads, inter_op 1)",
+                            "how": "com.microsoft.MultiHeadAttention(num_heads=1, unidirectional=causal) on "
+                                   "(1, n, d), CPUExecutionProvider, session.run"}
+
+    def unsupported(self, point):
+        return "" if onnxruntime is not None else \
+            f"missing: ONNX Runtime (onnxruntime, onnx, requirements.txt): {ONNXRUNTIME_ERROR}"
+
+    def prepare(self, point, q, k, v):
+        super().prepare(point, q, k, v)
+        n, d = point["n"], point["d"]
+        helper, f32 = onnx.helper, onnx.TensorProto.FLOAT
+        node = helper.make_node("MultiHeadAttention", ["q", "k", "v"], ["o"], domain="com.microsoft",
+                                num_heads=1, unidirectional=int(point["causal"]))
+        io = [helper.make_tensor_value_info(x, f32, [1, n, d]) for x in ("q", "k", "v", "o")]
+        graph = helper.make_graph([node], "mha", io[:3], io[3:])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                        helper.make_opsetid("com.microsoft", 1)])
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = point["threads"]
+        options.inter_op_num_threads = 1
+        self.session = onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                                    providers=["CPUExecutionProvider"])
+        self.feed = {"q": q[None], "k": k[None], "v": v[None]}
+        self.label = ("MultiHeadAttention: ApplyAttention (unfused, unidirectional)" if point["causal"]
+                      else "MultiHeadAttention: MlasFlashAttention")
+
+    def run(self):
+        self.o = self.session.run(None, self.feed)[0]
+
+    def output(self):
+        return np.ascontiguousarray(self.o[0], dtype=np.float32)
+
+    def release(self):
+        super().release()
+        self.session = self.feed = self.o = None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -450,6 +573,7 @@ def run_point(p: dict, contenders: list, capi: Capi, blas: OpenBlas, reps: int, 
                 "GFLOP/s": flops / seconds / 1e9, "flops_per_call": flops,
                 "scratch_bytes": c.scratch_bytes(), "score_matrix_bytes": 4.0 * p["n"] * p["n"],
                 "oracle_error_ratio": worst,
+                **({"label": c.label} if getattr(c, "label", "") else {}),
             })
     for c, _, _ in ready:
         log(f"  {point_name(c.name, p)}: median "
@@ -480,7 +604,7 @@ def main(argv=None) -> int:
     capi, blas = Capi(args.lib), OpenBlas()
     points, reps, min_time, budget = capi.preset(args.preset, args.threads)
     contenders = [Attnbench(capi, "tiled/simd"), NumpyTextbook(blas), NumpyInplace(blas), TorchMatmul(blas),
-                  TorchSdpa(blas)]
+                  TorchSdpa(blas), OpenVinoSdpa(), OnnxRuntimeMha()]
     keep = re.compile(args.filter) if args.filter else None
     context = {
         "date": datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds"),
@@ -488,6 +612,8 @@ def main(argv=None) -> int:
         "num_cpus": os.cpu_count(), "attnbench_window": "python", "attnbench_preset": args.preset,
         "threads_all": str(args.threads), "cpu_model": cpu_model(), "python_version": platform.python_version(),
         "numpy_version": np.__version__, "torch_version": torch.__version__ if torch is not None else "missing",
+        "openvino_version": openvino.get_version() if openvino is not None else "missing",
+        "onnxruntime_version": onnxruntime.__version__ if onnxruntime is not None else "missing",
         "torch_blas": torch_blas(),
         "openblas_corename": blas.corename(), "openblas_config": blas.config(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),

@@ -52,7 +52,7 @@ class RunnerTest(unittest.TestCase):
         context = data["context"]
         self.assertEqual(context["attnbench_window"], "python")
         names = {json.loads(v)["library"] for k, v in context.items() if k.startswith("contender ")}
-        self.assertEqual(names, {"attnbench", "NumPy", "PyTorch"})
+        self.assertEqual(names, {"attnbench", "NumPy", "PyTorch", "OpenVINO", "ONNX Runtime"})
         # attnbench's kernel with the role and fusion the benchmark gives it.
         ours = json.loads(context[f"contender {self.capi.resolve('tiled/simd')}"])
         self.assertEqual((ours["role"], ours["fused"]), ("attnbench", True))
@@ -63,7 +63,12 @@ class RunnerTest(unittest.TestCase):
             runs.setdefault(e["run_name"], []).append(e)
         kernels = {name.split("/n:")[0] for name in runs}
         self.assertIn(self.capi.resolve("tiled/simd"), kernels)
-        self.assertTrue({"numpy/textbook", "numpy/inplace", "torch/matmul", "torch/sdpa"} <= kernels, kernels)
+        self.assertTrue({"numpy/textbook", "numpy/inplace", "torch/matmul", "torch/sdpa", "openvino/sdpa",
+                         "onnxruntime/mha"} <= kernels, kernels)
+        # The fused contenders record the kernel that ran, point by point.
+        for name, entries in runs.items():
+            if name.startswith(("torch/sdpa", "openvino/sdpa", "onnxruntime/mha")):
+                self.assertTrue(entries[0].get("label"), name)
         for name, entries in runs.items():
             self.assertEqual(sorted(e["repetition_index"] for e in entries), [0, 1, 2], name)
             for e in entries:
