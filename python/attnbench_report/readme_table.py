@@ -100,7 +100,8 @@ def _source_table(table, run, roles: dict, peak_context: dict) -> list:
 def _commit(run) -> str:
     for key in COMMIT_KEYS:
         if run.context.get(key):
-            return f"`{run.context[key]}`"
+            dirty = str(run.context.get("git_dirty", "")).lower() in ("1", "true", "yes")
+            return f"`{run.context[key]}`" + (" with uncommitted changes" if dirty else "")
     try:
         out = subprocess.run(["git", "log", "-1", "--format=%h", "--", run.path.name], cwd=run.path.parent,
                              capture_output=True, text=True, timeout=30, check=True).stdout.strip()
