@@ -34,6 +34,18 @@ _BACKEND_COLORS = {
     "scalar": "#7f7f7f",
 }
 _EXTRA_COLORS = ["#ff7f0e", "#8c564b", "#e377c2", "#bcbd22"]
+# The contenders' own colours, apart from the backends': a library keeps its colour in every figure.
+_CONTENDER_COLORS = {
+    "numpy/textbook": "#bcbd22",
+    "numpy/inplace": "#8c8c00",
+    "torch/matmul": "#f4a582",
+    "torch/sdpa": "#ff7f0e",
+    "onednn/primitives": "#8c564b",
+    "onednn/sdpa": "#543005",
+    "openvino/sdpa": "#e377c2",
+    "onnxruntime/mha": "#000075",
+    "ggml/flash_attn_ext": "#3cb44b",
+}
 RUN_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
 
 
@@ -55,6 +67,12 @@ def kernel_style(kernel: str) -> dict:
         color = _EXTRA_COLORS[sum(map(ord, backend)) % len(_EXTRA_COLORS)]
     tiled = parts[0] == "tiled"
     return {"color": color, "linestyle": "-" if tiled else "--", "marker": "o" if tiled else "s"}
+
+
+def implementation_color(name: str) -> str:
+    """The one colour of an implementation in every figure: a contender's own, else its backend's
+    (attnbench's kernels)."""
+    return _CONTENDER_COLORS.get(name) or kernel_style(name)["color"]
 
 
 def log_n_axis(ax, ns) -> None:

@@ -22,13 +22,13 @@ def draw(windows: list, run, out_dir) -> plotting.FigureFile:
         for col, (d, t) in enumerate(columns):
             ax = axes[row][col]
             ns_here = []
-            for i, name in enumerate(ac.contender_names(w)):
+            for name in ac.contender_names(w):
                 rows = w.table.where(kernel=name, d=d, threads=t, causal=False).measured().sorted("n")
                 if not len(rows):
                     continue
                 n, g = rows.column("n").astype(float), rows.column("gflops_median").astype(float)
                 ax.plot(n, g, linestyle=_ROLE_STYLE.get(w.role(name), "-."), marker="o", markersize=3.5,
-                        linewidth=1.3, color=plotting.RUN_COLORS[i % len(plotting.RUN_COLORS)],
+                        linewidth=1.3, color=plotting.implementation_color(name),
                         label=f"{name} ({w.role(name)})")
                 ns_here.extend(n)
             if not ns_here:
