@@ -34,7 +34,7 @@ double rate_on_threads(std::size_t threads, const std::function<double(std::size
 // 3 ms at T = 2 and 400000 steps; taken beside another measurement's rounds, not among them. A
 // shared host may give a guest's virtual CPUs one core's worth between them for a while: the
 // scaling window saw two threads run at one core's speed for half a minute, each alone at full
-// speed (README, "Thread scaling"), and a thread-scaling ratio measured then says nothing of the
+// speed (docs/benchmarks.md), and a thread-scaling ratio measured then says nothing of the
 // kernel. The reading sees virtual CPUs sharing a core or time-sliced on one; a quota enforced
 // in periods of ~100 ms it sees only when a reading falls into a throttled stretch.
 double cores_now(const std::vector<int>& cpus, long steps);

@@ -182,8 +182,8 @@ std::array<double, kTypeCount> by_turns(benchmark::State& state, Call&& call, do
 // Decode by turns (by_turns), plus gbs_<type>. A cache keeps the streaming speed its memory got
 // when it was allocated (two caches of one type in one process read up to 1.25x apart, round after
 // round, on the Zen 5 guest), so each repetition allocates and fills its own three caches: the
-// spread of allocations shows in the repetitions' CV instead of biasing the whole run (README, the
-// decode study).
+// spread of allocations shows in the repetitions' CV instead of biasing the whole run
+// (docs/studies/2026-12-02-decode.md).
 void run_types(benchmark::State& state, const Kernel* kernel, Layout layout, std::size_t rows,
                std::size_t kv_len, std::size_t threads, double seconds, std::size_t min_rounds) {
   try {
@@ -319,7 +319,7 @@ void run_prefill(benchmark::State& state, const Kernel* kernel, std::size_t n, K
 // Prefill by turns (by_turns), plus gflops_<type>; each repetition allocates its own three caches,
 // as run_types does. Prefill is compute-bound, and its 16-bit types' target is a ratio of speeds
 // (issue 15: fp16 >= 0.9x fp32): the prefill points' repetitions, seconds apart, put it anywhere
-// from 0.74x to 1.47x in one run on the Zen 5 guest (README).
+// from 0.74x to 1.47x in one run on the Zen 5 guest (docs/studies/2026-12-02-decode.md).
 void run_prefill_types(benchmark::State& state, const Kernel* kernel, std::size_t n,
                        std::size_t threads, double seconds, std::size_t min_rounds) {
   try {

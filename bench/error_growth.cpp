@@ -1,6 +1,6 @@
 // attnbench_error: how each kernel's fp32 error against the float64 oracle grows with the key
 // length and with the size of the scores, next to the bound the tests hold it to
-// (testing/error_bound.hpp). Prints two Markdown tables (the README's "Error bounds" section):
+// (testing/error_bound.hpp). Prints two Markdown tables (docs/studies/2026-11-30-error-growth.md):
 //   1. error against key length n, scores of standard deviation 1;
 //   2. error against the scores' standard deviation at one key length;
 //   3. how far storing K and V as float16 or bfloat16 moves the exact output: the float64 oracle

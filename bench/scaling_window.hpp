@@ -11,7 +11,7 @@
 // repetition reads, before its rounds and after them, how many cores' worth of FMA throughput T
 // threads pinned one to a core get from the host (ceilings.hpp, cores_now): a host may give a
 // guest's virtual CPUs one core's worth between them for a while, and T threads then run at one
-// core's speed whatever the kernel (README, "Thread scaling"); the report reads no verdict then.
+// core's speed whatever the kernel (docs/benchmarks.md); the report reads no verdict then.
 //   scaling/<kernel>/n:N/d:D/pass:<forward|backward>/threads:T
 //       counters speedup, speedup_fastest (over the round's fastest 1-thread call), efficiency
 //       (speedup / T), ms_1 and ms_T (median call times), gflops_1, gflops_T, pct_peak_1 (of the

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
         try {
           // NOTE: warm-up for 0.2 s, not one call: a process's first multithreaded calls can run
           // on the calling thread alone until oneTBB's worker joins the arena (26-82 ms in 4 of 12
-          // process starts on the Zen 5 guest; README, Threads).
+          // process starts on the Zen 5 guest; docs/kernels.md, "Threads").
           for (double warm = 0; warm < 200.0;) warm += call();
           for (std::size_t r = 0; r < reps; ++r) ms.push_back(call());
         } catch (const attnbench::Error& e) {

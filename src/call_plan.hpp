@@ -67,10 +67,11 @@ inline bool splits_keys(const kernels::KernelCode& code, const Shape& shape) {
 // NOTE: threads computing a small head all read all of its packed K and V. Packed once and
 // shared, each thread packs a part and then pulls the rest from the other cores' caches, after
 // one more fork and join: at n = 1024, d = 64 on the Zen 5 guest packing cost a two-thread call
-// 66 us against one thread's 30 (README, Threads). So when the packed K and V of the whole call
-// fit the L2 this CPU reports, every thread packs a copy of its own in its first compute task and
-// reads only that one. Packing is deterministic: every copy has the same bits, and the output
-// does not depend on which copy a row read. Never with a KvCache, which packs nothing per call.
+// 66 us against one thread's 30 (docs/studies/2026-12-03-threads-and-packing.md). So when the
+// packed K and V of the whole call fit the L2 this CPU reports, every thread packs a copy of its
+// own in its first compute task and reads only that one. Packing is deterministic: every copy has
+// the same bits, and the output does not depend on which copy a row read. Never with a KvCache,
+// which packs nothing per call.
 inline bool replicates_packing(const kernels::KernelCode& code, const Shape& shape,
                                std::size_t threads) {
   if (threads < 2 || code.packing.pack == nullptr || splits_keys(code, shape)) return false;

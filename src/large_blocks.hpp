@@ -4,7 +4,7 @@
 // and ignores the advice where it is "never"). The packed K and V of one head at n = 16384,
 // d = 256 then span 16 pages, not 8192, so streaming them past the L2 costs no page walks: one
 // thread of tiled/simd ran 3-19% faster at n = 8192-32768, interleaved call by call (the
-// README's kernel section). Smaller blocks keep the one-cache-line alignment.
+// docs/studies/2026-12-01-l2-blocking.md). Smaller blocks keep the one-cache-line alignment.
 #pragma once
 
 #include <sys/mman.h>

@@ -52,7 +52,7 @@ bool read_cpu_supports(Isa isa) {
 
 // Read once per process: every call checks its kernel (validation, dispatch), and under a
 // hypervisor each CPUID instruction traps to it, which made these checks most of a short call's
-// time (a decode call over 16 keys on a KVM guest: the README's decode study).
+// time (a decode call over 16 keys on a KVM guest: docs/studies/2026-12-02-decode.md).
 bool cpu_supports(Isa isa) {
   static const std::array<bool, kIsas> supported = [] {
     std::array<bool, kIsas> read{};

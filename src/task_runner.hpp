@@ -23,9 +23,9 @@ class TaskRunner {
   // NOTE: the arena is the workspace's, made on its first call of this many threads and kept for
   // the next (a call of another thread count replaces it). An arena made anew at every call had
   // its worker join it afresh for each run (packing, then compute): on a 2-core KVM guest that
-  // was most of a short two-thread call (README, "Threads"). A workspace serves one caller at a
-  // time, so concurrent callers never share an arena, and its owner decides when the arena (and
-  // the reference it holds on oneTBB's scheduler) goes.
+  // was most of a short two-thread call (docs/studies/2026-12-03-threads-and-packing.md). A
+  // workspace serves one caller at a time, so concurrent callers never share an arena, and its
+  // owner decides when the arena (and the reference it holds on oneTBB's scheduler) goes.
   TaskRunner(std::size_t threads, Workspace& ws) : ws_(ws), threads_(threads) {
     if (threads > 1) {
       Workspace::Impl& impl = ws.impl();

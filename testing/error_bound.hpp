@@ -49,7 +49,7 @@ inline RowView row_view(const ProblemView& p, std::size_t batch, std::size_t hea
 // weight moves by a relative 2 x max|score error| under such errors; summing n weights and n
 // weighted values adds n u each; exp, the division and the rescaling add a few u (32 u leaves
 // room for a vectorised exp of a few ulp). Any kernel bug larger than rounding breaks it.
-// It assumes float neither overflows nor underflows on the way (see the README's error bounds).
+// It assumes float neither overflows nor underflows on the way (docs/testing.md).
 inline double row_bound(const ProblemView& p, std::size_t batch, std::size_t head, std::size_t i) {
   const std::size_t d = p.shape.head_dim;
   const RowView r = row_view(p, batch, head, i);

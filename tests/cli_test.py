@@ -57,7 +57,7 @@ def kv_rounding_bound(q, k, v, scale, kv_dtype):
     p_j = e^{s_j} / sum e^{s_l} then moves by a factor within e^{-2 d_i}..e^{2 d_i}, so the weights
     move V's mix by at most Vmax (e^{2 d_i} - 1), and V's own rounding adds u Vmax. Both outputs
     also carry float32's error, each under the tests' bound u32 Vmax (2 (d + 4) sigma_i + 2 n + 32)
-    (README, Tests), u32 = 2^-24; with a float16 subnormal's absolute error (2^-25) far below."""
+    (docs/testing.md), u32 = 2^-24; with a float16 subnormal's absolute error (2^-25) far below."""
     u = UNIT_ROUNDOFF[kv_dtype]
     group = q.shape[0] // k.shape[0]
     kk = np.repeat(np.abs(k.astype(np.float64)), group, axis=0)

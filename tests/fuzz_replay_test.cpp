@@ -1,7 +1,7 @@
 // The fuzzers' seed corpora and every saved crash input, replayed through the fuzzers' own checks
 // (fuzz/attention_case.hpp, fuzz/npy_case.hpp) in the ordinary build, so each is a regression
 // test here and under the sanitizer presets. A crash input the fuzzers find goes into
-// fuzz/regressions/<target>/ (see the README) and is replayed by the tests below from then on.
+// fuzz/regressions/<target>/ (see docs/testing.md) and is replayed by the tests below from then on.
 #include <gtest/gtest.h>
 
 #include <algorithm>

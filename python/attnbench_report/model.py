@@ -158,7 +158,7 @@ def raw_phases(machine: Machine, r: Record, factor: float = 1.0) -> dict | None:
     if r.backend in PLAIN_BACKENDS:
         # Over a run's plain-loop points, a fit of measured time to products and softmax weighs the
         # scalar exps at about nothing beside the products (-1.8 to 0.3 with the products at 1.9-2.3,
-        # run A of the README): they cost only what would exceed the products. The tiled loops run each
+        # run A of docs/studies/2026-12-03-cost-model-accuracy.md): they cost only what would exceed the products. The tiled loops run each
         # key's exp between its score's chain of dependent adds and its blend, out of order; why the
         # naive loops' separate softmax pass weighs so little is not established.
         phases["softmax"] = max(0.0, phases["softmax"] - phases["products"])

@@ -15,7 +15,7 @@ from .document import Document, Paragraph, Table
 FILE_NAME = "scaling.json"
 NAME = re.compile(r"^scaling/(?P<kernel>.+)/n:(?P<n>\d+)/d:(?P<d>\d+)/pass:(?P<pass_>forward|backward)"
                   r"/threads:(?P<threads>\d+)(/|$)")
-TARGET = 1.8  # what the README's thread-scaling verdicts compare against: 90% of two threads
+TARGET = 1.8  # what the thread-scaling verdicts compare against: 90% of two threads
 NOISY_CV = 0.10  # a speedup whose repetitions vary more than this gets no verdict: within noise
 # A point whose threads, pinned one to a core, got under this share of T cores' worth of FMA
 # throughput from the host (the `cores` counter: the lower of the readings before and after a

@@ -52,7 +52,7 @@ struct Simd : SimdSoftmax<Arch> {
   // vectors and 1 for the broadcast. AVX-512 has 32, and its vectors are twice as wide, so at 6
   // rows it would need twice AVX2's L2 bytes per cycle: 12 rows keep 24 accumulators (27 of 32
   // registers with the streamed vectors and the broadcast) and the same L2 bytes per FMA
-  // instruction, so per cycle, as AVX2's 6 rows (the README's kernel section has the measurement).
+  // instruction, so per cycle, as AVX2's 6 rows (docs/studies/2026-12-02-avx512-12-row-tile.md).
   // 12 or 24 independent FMA chains cover the FMA latency (4 cycles) times 2 FMA ports.
   static constexpr std::size_t MR = W == 16 ? 12 : 6;
   static constexpr std::size_t NR = 2 * W;
@@ -69,7 +69,7 @@ struct Simd : SimdSoftmax<Arch> {
   // block's half: 48 rows doubled while that holds, up to 192. (48 rows read K and V at 24 FLOPs
   // per byte; at n = 16384, where K and V of a head no longer fit in L2, that ran 3%, 13% and
   // 32% slower than 192 rows at d = 64, 128 and 256 on one core of a Xeon with 2 MiB of L2:
-  // the README's kernel section.)
+  // docs/studies/2026-12-01-l2-blocking.md.)
   // Always kRowsPerTask times a power of two, so a parallel task can be a whole query block.
   static constexpr std::size_t kMaxQueryBlock = 4 * kRowsPerTask;
   static std::size_t query_block(std::size_t dp) {
@@ -84,8 +84,8 @@ struct Simd : SimdSoftmax<Arch> {
   // rows and the score tile. Larger blocks mean fewer max/rescale steps per row; capped at 512
   // keys, where an MR x Bc score tile (12 KiB, 24 KiB with AVX-512's 12 rows) sits in L1 beside
   // the group's Q rows and the streamed panels (at d = 256 with 12 rows, 36 KiB: more than a 32
-  // KiB L1, within the 48 KiB of the Xeon the README measures). A multiple of NR. The block depends
-  // on d and the cache only, never on threads.
+  // KiB L1, within the 48 KiB of the Xeon measured in docs/studies/). A multiple of NR. The block
+  // depends on d and the cache only, never on threads.
   static constexpr std::size_t kMaxKeyBlock = 512;
   // Every block key_block() returns is kMaxKeyBlock halved some times, down to NR at the least:
   // whole panels, and a divisor of the decode chunk.
@@ -102,11 +102,12 @@ struct Simd : SimdSoftmax<Arch> {
   // NOTE: K and V of a long head do not fit the L3 either. Query block after query block would
   // then stream them from memory, and that stream is not hidden behind the FMAs: the products
   // over one query block against a head of 32 MiB or more of K and V ran 3-16% slower than on a
-  // block in L2, while up to 16 MiB they lost nothing (Zen 5, 1 MiB of L2; the README's kernel
-  // section). So the tiled forward takes the keys in chunks of l3_keys(dp) (K and V of 4 L2s, at
-  // most a quarter of a reported L3) and passes a super block of query blocks over each chunk
-  // while it stays in L3: memory is read once per super block instead of once per query block.
-  // Each row still meets the same key blocks in the same order, so its result is unchanged.
+  // block in L2, while up to 16 MiB they lost nothing (Zen 5, 1 MiB of L2;
+  // docs/studies/2026-12-02-key-chunks.md). So the tiled forward takes the keys in chunks of
+  // l3_keys(dp) (K and V of 4 L2s, at most a quarter of a reported L3) and passes a super block of
+  // query blocks over each chunk while it stays in L3: memory is read once per super block instead
+  // of once per query block. Each row still meets the same key blocks in the same order, so its
+  // result is unchanged.
   static std::size_t l3_keys(std::size_t dp) {
     static const std::size_t l3 = reported_l3_bytes();
     static const std::size_t chunk = l3 ? min_of(4 * reported_l2_bytes(), l3 / 4)  //
@@ -199,10 +200,10 @@ struct Simd : SimdSoftmax<Arch> {
   // a fixed distance ahead in each stream they read, one prefetch per vector loaded: (V + 1) / 2
   // panels ahead (scores), kBlendKeys keys ahead (blend). Spread over the loads this way, decoding
   // ran faster on AVX2 and AVX-512; the next key block prefetched in a burst per panel was slower
-  // than no prefetch (README, the decode study). A larger group prefetches when the caller says it
-  // `streams` the block: it is the first of its row block to read it, from beyond L2 (decoding
-  // several rows per query head: 5 to 48 folded rows); the groups after it find the block in L2,
-  // where prefetching only costs (every group of a prefill prefetching ran 0.82-0.96x).
+  // than no prefetch (docs/studies/2026-12-02-decode.md). A larger group prefetches when the
+  // caller says it `streams` the block: it is the first of its row block to read it, from beyond L2
+  // (decoding several rows per query head: 5 to 48 folded rows); the groups after it find the block
+  // in L2, where prefetching only costs (every group of a prefill prefetching ran 0.82-0.96x).
   static constexpr std::size_t kStreamingRows = 4;
   template <class T>
   static void prefetch_l2(const T* p) {

@@ -66,7 +66,7 @@ struct SimdSoftmax : SimdStorage<Arch> {
   // (no ln2 to split), 2^r by Cephes' exp2f polynomial of degree 6 on |r| <= 1/2, then 2^n as in
   // exp. Below -126 the result would be subnormal: it and -inf flush to 0. NaN stays NaN.
   // Against exp(x ln2) it saves the multiply and the two-constant reduction (with the max pass
-  // only reading, the sweeps ran 1.56x faster: the README's kernel section).
+  // only reading, the sweeps ran 1.56x faster: docs/kernels.md).
   static batch exp2(batch x) {
     const batch n = xsimd::nearbyint(x);
     const batch poly =

@@ -50,8 +50,8 @@ struct TiledSimd : Simd<Arch> {
     // rows, 8 x Bc x d bytes as the float32 block), not once per group. Widening first makes a
     // pass that streams the block with no FMAs to hide it behind: on the Zen 5 guest, decoding in
     // 16 bits ran this way 1.45-1.57x faster at 16 folded rows (2 groups; avx2 1.26-1.58x),
-    // 1.20-1.35x at 32 (3) and 1.07-1.17x at 48 (4), and an unwidened prefill 0.99-1.01x (README,
-    // the decode study).
+    // 1.20-1.35x at 32 (3) and 1.07-1.17x at 48 (4), and an unwidened prefill 0.99-1.01x (docs/
+    // studies/2026-12-02-decode.md).
     constexpr std::size_t kFewGroups = 4;
     // Scores of up to kFewGroups groups (a few-group row block keeps them all: `interleaved`)
     float* s_tile = ws.take<float>(kFewGroups * MR * Bc);
@@ -129,7 +129,7 @@ struct TiledSimd : Simd<Arch> {
     // guest (AMD EPYC family 25 model 17), the Llama layer at 65536 keys on 2 threads, the two
     // orders alternated call by call on the same caches: 16 folded rows in float32 ran 1.03-1.11x
     // faster (avx512f) and 1.15-1.16x (avx2; 8 rows, 2 groups of 4, 1.16x); 16-bit, compute-bound
-    // there, and 32 or 48 rows 0.99-1.03x (README, the decode study).
+    // there, and 32 or 48 rows 0.99-1.03x (docs/studies/2026-12-02-decode.md).
     constexpr std::size_t kInterleavedPanels = 3;  // 6 vectors: whole tiles of 2 and of 3
     auto interleaved = [&](std::size_t i0, std::size_t br, std::size_t j0, std::size_t bc,
                            const T* kb, const T* vb, float* o_acc, float* m, float* l) {

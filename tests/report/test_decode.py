@@ -193,7 +193,7 @@ def with_types(data: dict, speedups: dict, cvs: dict, error: str = "", point: st
 
 
 def types_alone(data: dict) -> dict:
-    """The data with its types points alone (as the README's call-by-call commands write it)."""
+    """The data with its types points alone (as the decode study's call-by-call commands write it)."""
     return dict(data, benchmarks=[b for b in data["benchmarks"] if b["run_name"].startswith("types/")])
 
 
@@ -449,7 +449,7 @@ class Report(unittest.TestCase):
         self.assertNotIn("called by turns", section_text(self.window))
         summary = narrative_decode.summary_item(window_of(data))
         self.assertIn("called by turns, fp16 1.50x and bf16 1.90x over 1 `types/` points", summary)
-        # a window of types points alone (the README's call-by-call command): their table, no targets
+        # a window of types points alone (the decode study's call-by-call command): their table, no targets
         text = section_text(window_of(types_alone(data)))
         self.assertIn("holds no measured decode point", text)
         self.assertIn("1.50x (CV 4.0%) | 1.90x (CV 1.0%) | 30", text)

@@ -15,7 +15,7 @@ from ..load.results import read_json
 FILE_NAME = "demos.json"
 NAMES = ("softmax", "bottleneck", "alignment", "quadratic", "order", "uniform", "copy")  # `demo all` order
 
-# The fields each demo must have (README "Demos"); rows and cases are checked one level down.
+# The fields each demo must have (docs/demos.md); rows and cases are checked one level down.
 FIELDS = {
     "softmax": ("kernel", "large_logits", "naive_exp", "naive_sum", "naive_weights", "stable_weights",
                 "small_logits", "naive_small_weights", "stable_small_weights", "worked_logits",
