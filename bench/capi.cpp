@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "contender.hpp"
@@ -19,6 +20,32 @@ void write_message(const std::string& message, char* out, std::size_t size) {
 }
 
 attnbench::Shape head(std::size_t n, std::size_t d) { return {1, 1, 1, n, n, d}; }
+
+// The kernel called `name` (throws for an unknown one) and a workspace of its own, kept between
+// calls as the benchmark keeps one per point.
+const attnbench::Kernel& kernel_named(const char* name) {
+  const attnbench::Kernel* found = attnbench::find_kernel(name);
+  if (found == nullptr) throw std::invalid_argument(std::string("unknown kernel ") + name);
+  return *found;
+}
+attnbench::Workspace& workspace_of(const char* kernel) {
+  static std::map<std::string, std::unique_ptr<attnbench::Workspace>> workspaces;
+  auto& ws = workspaces[kernel];
+  if (!ws) ws = std::make_unique<attnbench::Workspace>();
+  return *ws;
+}
+
+// Runs `call`; 0, or -1 with the exception's message in `error`.
+template <class Call>
+int guarded(Call&& call, char* error, std::size_t error_size) {
+  try {
+    call();
+    return 0;
+  } catch (const std::exception& e) {
+    write_message(e.what(), error, error_size);
+    return -1;
+  }
+}
 
 }  // namespace
 
@@ -46,11 +73,22 @@ int attnbench_c_preset(const char* name, std::size_t all_threads, std::size_t* n
   return static_cast<int>(i);
 }
 
-// The kernel registry entry `kernel` resolves to here ("tiled/simd" -> "tiled/simd/avx512f"), or
-// null for an unknown name.
+// The contender preset's training-step lengths (`pass` 0) or decode cache lengths (`pass` 1): up to
+// `max` written to `out`; returns their number, or -1 for an unknown preset.
+int attnbench_c_preset_pass(const char* name, int pass, std::size_t* out, std::size_t max) {
+  const auto preset = attnbench::bench::contender_preset(name, 1);
+  if (!preset) return -1;
+  const auto& list = pass == 0 ? preset->training_lengths : preset->decode_lengths;
+  std::size_t i = 0;
+  for (; i < list.size() && i < max; ++i) out[i] = list[i];
+  return static_cast<int>(i);
+}
+
 // The library's version (<attnbench/version.hpp>), for the runner's context.
 const char* attnbench_c_version() { return attnbench::kVersion; }
 
+// The kernel registry entry `kernel` resolves to here ("tiled/simd" -> "tiled/simd/avx512f"), or
+// null for an unknown name.
 const char* attnbench_c_resolve(const char* kernel) {
   const attnbench::Kernel* k = attnbench::find_kernel(kernel);
   return k ? attnbench::resolve(*k).name.data() : nullptr;  // registry names are NUL-terminated
@@ -70,32 +108,114 @@ const char* attnbench_c_role(const char* kernel, int* fused) {
 int attnbench_c_attention(const char* kernel, std::size_t n, std::size_t d, std::size_t threads,
                           int causal, const float* q, const float* k, const float* v, float* o,
                           char* error, std::size_t error_size) {
-  static std::map<std::string, std::unique_ptr<attnbench::Workspace>> workspaces;
-  try {
-    const attnbench::Kernel* found = attnbench::find_kernel(kernel);
-    if (found == nullptr) throw std::invalid_argument(std::string("unknown kernel ") + kernel);
-    auto& ws = workspaces[kernel];
-    if (!ws) ws = std::make_unique<attnbench::Workspace>();
-    attnbench::Options options;
-    options.causal = causal != 0;
-    options.threads = threads;
-    attnbench::attention(*found, head(n, d), options, {q, k, v, o}, *ws);
-    return 0;
-  } catch (const std::exception& e) {
-    write_message(e.what(), error, error_size);
-    return -1;
-  }
+  return guarded(
+      [&] {
+        attnbench::Options options;
+        options.causal = causal != 0;
+        options.threads = threads;
+        attnbench::attention(kernel_named(kernel), head(n, d), options, {q, k, v, o},
+                             workspace_of(kernel));
+      },
+      error, error_size);
+}
+
+// A training step of one head: the forward (O and its LSE) and then the backward for the output
+// gradient dO (dQ, dK, dV), with registry kernel `kernel` on `threads` threads. 0, or -1 with the
+// message.
+int attnbench_c_training_step(const char* kernel, std::size_t n, std::size_t d, std::size_t threads,
+                              int causal, const float* q, const float* k, const float* v,
+                              const float* d_o, float* o, float* lse, float* dq, float* dk,
+                              float* dv, char* error, std::size_t error_size) {
+  return guarded(
+      [&] {
+        attnbench::Options options;
+        options.causal = causal != 0;
+        options.threads = threads;
+        const attnbench::Kernel& ran = kernel_named(kernel);
+        attnbench::Workspace& ws = workspace_of(kernel);
+        const attnbench::Tensors forward{q, k, v, o, lse};
+        attnbench::attention(ran, head(n, d), options, forward, ws);
+        attnbench::attention_backward(ran, head(n, d), options, forward, {d_o, dq, dk, dv}, ws);
+      },
+      error, error_size);
+}
+
+// A KvCache of registry kernel `kernel` for one layer of `kv_heads` heads of `d`, holding `kv_len`
+// keys and values appended from k and v ([kv_heads][kv_len][d] float32, packed on `threads`
+// threads): what a decode loop attends through. The cache, or null with the message.
+void* attnbench_c_cache_new(const char* kernel, std::size_t kv_heads, std::size_t kv_len,
+                            std::size_t d, const float* k, const float* v, std::size_t threads,
+                            char* error, std::size_t error_size) {
+  attnbench::KvCache* cache = nullptr;
+  guarded(
+      [&] {
+        auto made = std::make_unique<attnbench::KvCache>(kernel_named(kernel), 1, kv_heads, d,
+                                                         kv_len, attnbench::KvType::f32);
+        made->append(k, v, kv_len, threads);
+        cache = made.release();
+      },
+      error, error_size);
+  return cache;
+}
+
+void attnbench_c_cache_free(void* cache) { delete static_cast<attnbench::KvCache*>(cache); }
+
+// O ([q_heads][q_len][d]) of Q ([q_heads][q_len][d]) through `cache` (grouped-query attention when
+// q_heads exceeds its kv_heads), causal aligned bottom-right, on `threads` threads. 0, or -1.
+int attnbench_c_cache_attention(void* cache, std::size_t q_heads, std::size_t q_len, int causal,
+                                const float* q, float* o, std::size_t threads, char* error,
+                                std::size_t error_size) {
+  return guarded(
+      [&] {
+        const auto& c = *static_cast<const attnbench::KvCache*>(cache);
+        attnbench::Options options;
+        options.causal = causal != 0;
+        options.threads = threads;
+        const attnbench::Shape shape{1, q_heads, c.kv_heads(), q_len, c.length(), c.head_dim()};
+        attnbench::Tensors tensors{q, nullptr, nullptr, o};
+        tensors.kv_cache = &c;
+        attnbench::attention(c.kernel(), shape, options, tensors,
+                             workspace_of(c.kernel().name.data()));
+      },
+      error, error_size);
 }
 
 // The benchmark's oracle check (bench/oracle_check.hpp) of O over `max_rows` sampled rows.
 // Returns 1 when it passes, 0 when it fails (the first element out of bound in `failure`).
+// The same check on a grouped-query problem (one batch): Q and O [q_heads][q_len][d], K and V
+// [kv_heads][kv_len][d], causal aligned bottom-right.
+int attnbench_c_check_gqa(std::size_t q_heads, std::size_t kv_heads, std::size_t q_len,
+                          std::size_t kv_len, std::size_t d, int causal, const float* q,
+                          const float* k, const float* v, const float* o, std::size_t max_rows,
+                          double* worst_ratio, char* failure, std::size_t failure_size) {
+  attnbench::Options options;
+  options.causal = causal != 0;
+  const auto check =
+      attnbench::bench::check_against_oracle({1, q_heads, kv_heads, q_len, kv_len, d}, options,
+                                             {q, k, v, const_cast<float*>(o)}, max_rows);
+  *worst_ratio = check.worst_ratio;
+  write_message(check.failure, failure, failure_size);
+  return check.passed ? 1 : 0;
+}
+
 int attnbench_c_check(std::size_t n, std::size_t d, int causal, const float* q, const float* k,
                       const float* v, const float* o, std::size_t max_rows, double* worst_ratio,
                       char* failure, std::size_t failure_size) {
+  return attnbench_c_check_gqa(1, 1, n, n, d, causal, q, k, v, o, max_rows, worst_ratio, failure,
+                               failure_size);
+}
+
+// A contender's gradients of one head (dQ, dK, dV for dO) against the backward oracle, every
+// element (bench/oracle_check.hpp): 1 when they pass, 0 with the first failure.
+int attnbench_c_check_gradients(std::size_t n, std::size_t d, int causal, const float* q,
+                                const float* k, const float* v, const float* d_o, const float* dq,
+                                const float* dk, const float* dv, double* worst_ratio,
+                                char* failure, std::size_t failure_size) {
   attnbench::Options options;
   options.causal = causal != 0;
-  const auto check = attnbench::bench::check_against_oracle(
-      head(n, d), options, {q, k, v, const_cast<float*>(o)}, max_rows);
+  const auto check = attnbench::bench::check_gradients_against_oracle(
+      head(n, d), options, {q, k, v, nullptr}, d_o,
+      {nullptr, const_cast<float*>(dq), const_cast<float*>(dk), const_cast<float*>(dv)});
   *worst_ratio = check.worst_ratio;
   write_message(check.failure, failure, failure_size);
   return check.passed ? 1 : 0;

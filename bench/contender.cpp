@@ -80,7 +80,9 @@ std::string Description::json() const {
 }
 
 std::optional<ContenderPreset> contender_preset(const std::string& name, std::size_t all_threads) {
-  // quick (CI): every contender at a few points, one of them causal; full: n 128 to 16384.
+  // quick (CI): every contender at a few points, one of them causal; standard: the lengths the
+  // study's comparison is read at (1024, 4096, 16384); full: n 128 to 16384. Decode lengths from
+  // one inside an L2 of 1 MiB or more to beyond any L3 (Llama layer at 65536 keys: 256 MiB).
   std::vector<std::size_t> lengths, dims, causal_lengths;
   ContenderPreset preset;
   if (name == "quick") {
@@ -90,6 +92,17 @@ std::optional<ContenderPreset> contender_preset(const std::string& name, std::si
     preset.repetitions = 3;
     preset.min_time = 0.05;
     preset.budget_seconds = 0.5;
+    preset.training_lengths = {256};
+    preset.decode_lengths = {1024};
+  } else if (name == "standard") {
+    lengths = {1024, 4096, 16384};
+    dims = {64, 128};
+    causal_lengths = {4096};
+    preset.repetitions = 3;
+    preset.min_time = 0.1;
+    preset.budget_seconds = 6.0;
+    preset.training_lengths = {1024, 4096};
+    preset.decode_lengths = {4096, 65536};
   } else if (name == "full") {
     lengths = {128, 256, 512, 1024, 2048, 4096, 8192, 16384};
     dims = {64, 128};
@@ -97,6 +110,8 @@ std::optional<ContenderPreset> contender_preset(const std::string& name, std::si
     preset.repetitions = 3;
     preset.min_time = 0.1;
     preset.budget_seconds = 6.0;
+    preset.training_lengths = {1024, 4096, 16384};
+    preset.decode_lengths = {4096, 16384, 65536, 131072};
   } else {
     return std::nullopt;
   }

@@ -61,8 +61,14 @@ struct ContenderPreset {
   int repetitions;
   double min_time;
   double budget_seconds;
+  // The Python window's further passes (scripts/contenders.py): a training step (forward, then
+  // backward) at these n, at each head dim of `points`, not causal and causal; and one-row decode
+  // of a Llama-style layer (32 query heads, 8 key/value heads, d = 128) over these cache lengths.
+  std::vector<std::size_t> training_lengths;
+  std::vector<std::size_t> decode_lengths;
 };
-// "quick" or "full"; nullopt for another name. Threads 1 and `all_threads` at every point.
+// "quick", "standard" or "full"; nullopt for another name. Threads 1 and `all_threads` at every
+// point.
 std::optional<ContenderPreset> contender_preset(const std::string& name, std::size_t all_threads);
 
 // The benchmark name of a contender at a point: `<name>/n:<n>/d:<d>/threads:<t>/causal:<0|1>`.

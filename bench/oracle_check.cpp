@@ -57,19 +57,17 @@ OracleCheck check_against_oracle(const Shape& shape, const Options& options, con
   return check;
 }
 
-OracleCheck check_backward_against_oracle(const Kernel& kernel, const Shape& shape,
-                                          const Options& options) {
-  testing::Problem p = testing::random_problem(shape, options.causal, 7);
-  p.options = options;
-  const std::vector<float> d_o = testing::random_output_gradient(p, 8);
-  Workspace ws;
-  const testing::GradientsOf<float> got = testing::run_backward(kernel, p, d_o, ws);
+namespace {
+
+// Every element of `got` against the backward oracle of problem `p` with output gradient `d_o`.
+OracleCheck check_gradients_of(const testing::Problem& p, const std::vector<float>& d_o,
+                               const testing::GradientsOf<float>& got) {
   const auto checks =
       testing::check_gradients(p, d_o, got, testing::reference_gradients<float>(p, d_o),
                                testing::reference_gradients<double>(p, d_o));
   OracleCheck check;
   check.passed = true;
-  check.rows_checked = shape.batch * shape.q_heads * shape.q_len;
+  check.rows_checked = p.shape.batch * p.shape.q_heads * p.shape.q_len;
   for (const testing::GradientCheck& c : checks) {
     const double ratio = c.allowed > 0 ? c.error / c.allowed : (c.error > 0 ? INFINITY : 0.0);
     check.worst_ratio = std::fmax(check.worst_ratio, ratio);
@@ -79,6 +77,31 @@ OracleCheck check_backward_against_oracle(const Kernel& kernel, const Shape& sha
     }
   }
   return check;
+}
+
+}  // namespace
+
+OracleCheck check_backward_against_oracle(const Kernel& kernel, const Shape& shape,
+                                          const Options& options) {
+  testing::Problem p = testing::random_problem(shape, options.causal, 7);
+  p.options = options;
+  const std::vector<float> d_o = testing::random_output_gradient(p, 8);
+  Workspace ws;
+  return check_gradients_of(p, d_o, testing::run_backward(kernel, p, d_o, ws));
+}
+
+OracleCheck check_gradients_against_oracle(const Shape& shape, const Options& options,
+                                           const Tensors& forward, const float* d_o,
+                                           const Gradients& got) {
+  testing::Problem p(shape, options);
+  p.q.assign(forward.q, forward.q + shape.q_elements());
+  p.k.assign(forward.k, forward.k + shape.kv_elements());
+  p.v.assign(forward.v, forward.v + shape.kv_elements());
+  const std::vector<float> gradient(d_o, d_o + shape.q_elements());
+  testing::GradientsOf<float> g{std::vector<float>(got.dq, got.dq + shape.q_elements()),
+                                std::vector<float>(got.dk, got.dk + shape.kv_elements()),
+                                std::vector<float>(got.dv, got.dv + shape.kv_elements())};
+  return check_gradients_of(p, gradient, g);
 }
 
 }  // namespace attnbench::bench

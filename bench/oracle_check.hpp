@@ -35,4 +35,11 @@ OracleCheck check_against_oracle(const Shape& shape, const Options& options, con
 OracleCheck check_backward_against_oracle(const Kernel& kernel, const Shape& shape,
                                           const Options& options);
 
+// Another implementation's gradients (`got`: dQ, dK, dV) for Q, K, V of `forward` and output
+// gradient `d_o`, every element against the backward oracle under the same criterion: what a
+// contender's training step passes before it is timed. Small shapes, as above.
+OracleCheck check_gradients_against_oracle(const Shape& shape, const Options& options,
+                                           const Tensors& forward, const float* d_o,
+                                           const Gradients& got);
+
 }  // namespace attnbench::bench

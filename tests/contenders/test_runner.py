@@ -1,22 +1,18 @@
-"""scripts/contenders.py, the Python contenders' window, against the real C helper.
+"""The Python contenders' window (python/attnbench_contenders/) against the real C helper.
 
-ATTNBENCH_CAPI names build/lib/libattnbench_capi.so (ctest sets it)."""
-import importlib.util
+ATTNBENCH_CAPI names build/lib/libattnbench_capi.so (ctest sets it, and PYTHONPATH=python)."""
 import json
 import os
 import random
-import sys
 import tempfile
 import unittest
 from pathlib import Path
 
 import numpy as np
 
+import attnbench_contenders as contenders
+
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("contenders", ROOT / "scripts" / "contenders.py")
-contenders = importlib.util.module_from_spec(spec)
-sys.modules["contenders"] = contenders
-spec.loader.exec_module(contenders)
 CAPI = os.environ.get("ATTNBENCH_CAPI", str(ROOT / "build" / "lib" / "libattnbench_capi.so"))
 
 

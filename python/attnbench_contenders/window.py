@@ -1,0 +1,170 @@
+"""The window: every point's contenders prepared, checked against the oracle, then timed in
+alternating rounds; the JSON in Google Benchmark's schema."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import random
+import re
+import socket
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from . import __doc__ as PACKAGE_DOC
+from .capi import Capi, OpenBlas
+from .forward import (Attnbench, NumpyInplace, NumpyTextbook, OnnxRuntimeMha, OpenVinoSdpa, TorchMatmul,
+                      TorchSdpa)
+from .libraries import onnxruntime, openvino, torch, torch_blas
+
+
+
+# A pause before every timed repetition. OpenBLAS's idle threads (NumPy's, PyTorch's matmul) keep
+# spinning for a while after a call before they sleep; a contender timed right after one of them
+# would share the cores with those spinning threads. The pause gives every contender the same quiet
+# start, and changes no contender's own configuration.
+SETTLE_SECONDS = 0.2
+
+
+def point_name(contender: str, p: dict) -> str:
+    return f"{contender}/n:{p['n']}/d:{p['d']}/threads:{p['threads']}/causal:{int(p['causal'])}"
+
+
+def flops_of(p: dict) -> float:
+    n, d = p["n"], p["d"]
+    pairs = n * (n + 1) / 2 if p["causal"] else n * n
+    return 4.0 * pairs * d
+
+
+def error_entry(name: str, message: str, repetitions: int) -> dict:
+    return {"name": name, "run_name": name, "run_type": "iteration", "repetitions": repetitions,
+            "repetition_index": 0, "threads": 1, "iterations": 0, "real_time": 0, "cpu_time": 0,
+            "time_unit": "ms", "error_occurred": True, "error_message": message}
+
+
+def set_threads(blas: OpenBlas, threads: int) -> None:
+    blas.set_threads(threads)
+    if torch is not None:
+        torch.set_num_threads(threads)
+
+
+def run_point(p: dict, contenders: list, capi: Capi, blas: OpenBlas, reps: int, min_time: float,
+              budget: float, rng: random.Random, log) -> list:
+    """Every contender at point `p`: prepare, warm up, check, then `reps` alternating rounds."""
+    entries = []
+    set_threads(blas, p["threads"])
+    gen = np.random.default_rng(1)
+    q, k, v = (gen.standard_normal((p["n"], p["d"]), dtype=np.float32) for _ in range(3))
+    ready = []  # (contender, iterations per repetition, check ratio)
+    for c in contenders:
+        name = point_name(c.name, p)
+        why = c.unsupported(p)
+        if why:
+            entries.append(error_entry(name, why, reps))
+            continue
+        try:
+            c.prepare(p, q, k, v)
+            start = time.perf_counter()
+            c.run()  # the warm-up, and the output the check reads
+            call = time.perf_counter() - start
+            passed, worst, failure = capi.check(q, k, v, c.output(), p["causal"])
+        except Exception as error:  # noqa: BLE001 - any contender failure is recorded, never fatal
+            c.release()
+            entries.append(error_entry(name, f"failed: {type(error).__name__}: {error}", reps))
+            continue
+        if not passed:
+            c.release()
+            entries.append(error_entry(name, f"failed: oracle check: {failure}", reps))
+        elif call > budget:
+            c.release()
+            entries.append(error_entry(name, f"skipped: the warm-up call took {call:.1f} s, over the preset's "
+                                             f"{budget:.2f} s budget", reps))
+        else:
+            ready.append((c, max(1, int(math.ceil(min_time / max(call, 1e-9)))) if call < min_time else 1, worst))
+    for rep in range(reps):
+        order = list(ready)
+        rng.shuffle(order)
+        for c, iterations, worst in order:
+            time.sleep(SETTLE_SECONDS)
+            start = time.perf_counter()
+            for _ in range(iterations):
+                c.run()
+            seconds = (time.perf_counter() - start) / iterations
+            flops = flops_of(p)
+            entries.append({
+                "name": point_name(c.name, p), "run_name": point_name(c.name, p), "run_type": "iteration",
+                "repetitions": reps, "repetition_index": rep, "threads": 1, "iterations": iterations,
+                "real_time": seconds * 1e3, "cpu_time": seconds * 1e3, "time_unit": "ms",
+                "GFLOP/s": flops / seconds / 1e9, "flops_per_call": flops,
+                "scratch_bytes": c.scratch_bytes(), "score_matrix_bytes": 4.0 * p["n"] * p["n"],
+                "oracle_error_ratio": worst,
+                **({"label": c.label} if getattr(c, "label", "") else {}),
+            })
+    for c, _, _ in ready:
+        log(f"  {point_name(c.name, p)}: median "
+            f"{np.median([e['real_time'] for e in entries if e.get('run_name') == point_name(c.name, p)]):.3f} ms")
+        c.release()
+    return entries
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=PACKAGE_DOC.split("\n\n")[0])
+    parser.add_argument("--preset", default="quick")
+    parser.add_argument("--lib", required=True, help="build/lib/libattnbench_capi.so")
+    parser.add_argument("--out", required=True, help="the JSON file to write")
+    parser.add_argument("--filter", default="", help="regex over benchmark names; others are not run")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="'all' threads")
+    args = parser.parse_args(argv)
+
+    capi, blas = Capi(args.lib), OpenBlas()
+    points, reps, min_time, budget = capi.preset(args.preset, args.threads)
+    contenders = [Attnbench(capi, "tiled/simd"), NumpyTextbook(blas), NumpyInplace(blas), TorchMatmul(blas),
+                  TorchSdpa(blas), OpenVinoSdpa(), OnnxRuntimeMha()]
+    keep = re.compile(args.filter) if args.filter else None
+    context = {
+        "date": datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds"),
+        "host_name": socket.gethostname(), "executable": " ".join([sys.executable] + sys.argv),
+        "num_cpus": os.cpu_count(), "attnbench_window": "python", "attnbench_preset": args.preset,
+        "threads_all": str(args.threads), "cpu_model": cpu_model(), "python_version": platform.python_version(),
+        "numpy_version": np.__version__, "torch_version": torch.__version__ if torch is not None else "missing",
+        "openvino_version": openvino.get_version() if openvino is not None else "missing",
+        "onnxruntime_version": onnxruntime.__version__ if onnxruntime is not None else "missing",
+        "torch_blas": torch_blas(),
+        "openblas_corename": blas.corename(), "openblas_config": blas.config(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
+        "interleaving": "per point, rounds of every contender in a shuffled order, one repetition each",
+    }
+    for c in contenders:
+        context[f"contender {c.name}"] = json.dumps(c.description)
+    rng = random.Random(13)
+    benchmarks = []
+    start = time.perf_counter()
+    log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    for i, p in enumerate(points):
+        chosen = [c for c in contenders if keep is None or keep.search(point_name(c.name, p))]
+        if not chosen:
+            continue
+        log(f"[{i + 1}/{len(points)}] n {p['n']} d {p['d']} threads {p['threads']} causal {int(p['causal'])} "
+            f"... {time.perf_counter() - start:.0f} s elapsed")
+        benchmarks += run_point(p, chosen, capi, blas, reps, min_time, budget, rng, log)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"context": context, "benchmarks": benchmarks}, indent=1) + "\n")
+    log(f"contenders.py: {len(benchmarks)} entries in {out}, {time.perf_counter() - start:.0f} s")
+    return 0
