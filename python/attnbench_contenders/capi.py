@@ -31,6 +31,25 @@ class Capi:
         self.lib.attnbench_c_attention.argtypes = [
             ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
             f32, f32, f32, f32, ctypes.c_char_p, ctypes.c_size_t]
+        size = ctypes.c_size_t
+        self.lib.attnbench_c_preset_pass.restype = ctypes.c_int
+        self.lib.attnbench_c_preset_pass.argtypes = [ctypes.c_char_p, ctypes.c_int, size_p, size]
+        self.lib.attnbench_c_training_step.restype = ctypes.c_int
+        self.lib.attnbench_c_training_step.argtypes = [ctypes.c_char_p, size, size, size, ctypes.c_int] + \
+            [f32] * 9 + [ctypes.c_char_p, size]
+        self.lib.attnbench_c_cache_new.restype = ctypes.c_void_p
+        self.lib.attnbench_c_cache_new.argtypes = [ctypes.c_char_p, size, size, size, f32, f32, size,
+                                                   ctypes.c_char_p, size]
+        self.lib.attnbench_c_cache_free.argtypes = [ctypes.c_void_p]
+        self.lib.attnbench_c_cache_attention.restype = ctypes.c_int
+        self.lib.attnbench_c_cache_attention.argtypes = [ctypes.c_void_p, size, size, ctypes.c_int, f32, f32, size,
+                                                         ctypes.c_char_p, size]
+        self.lib.attnbench_c_check_gqa.restype = ctypes.c_int
+        self.lib.attnbench_c_check_gqa.argtypes = [size, size, size, size, size, ctypes.c_int, f32, f32, f32, f32,
+                                                   size, ctypes.POINTER(ctypes.c_double), ctypes.c_char_p, size]
+        self.lib.attnbench_c_check_gradients.restype = ctypes.c_int
+        self.lib.attnbench_c_check_gradients.argtypes = [size, size, ctypes.c_int] + [f32] * 7 + [
+            ctypes.POINTER(ctypes.c_double), ctypes.c_char_p, size]
         self.lib.attnbench_c_check.restype = ctypes.c_int
         self.lib.attnbench_c_check.argtypes = [
             ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int, f32, f32, f32, f32, ctypes.c_size_t,
@@ -47,6 +66,12 @@ class Capi:
             raise SystemExit(f"contenders.py: --preset {name}: unknown preset (quick or full)")
         points = [{"n": n[i], "d": d[i], "causal": bool(causal[i]), "threads": t[i]} for i in range(count)]
         return points, reps.value, min_time.value, budget.value
+
+    def preset_pass(self, name: str, pass_: str) -> list[int]:
+        """The preset's training-step lengths ("forward+backward") or decode cache lengths ("decode")."""
+        out = (ctypes.c_size_t * 64)()
+        count = self.lib.attnbench_c_preset_pass(name.encode(), 0 if pass_ == "forward+backward" else 1, out, 64)
+        return list(out[:max(count, 0)])
 
     def resolve(self, kernel: str) -> str:
         name = self.lib.attnbench_c_resolve(kernel.encode())
@@ -68,6 +93,51 @@ class Capi:
         if self.lib.attnbench_c_attention(kernel, n, d, threads, int(causal), _ptr(q), _ptr(k), _ptr(v),
                                           _ptr(o), error, len(error)) != 0:
             raise RuntimeError(error.value.decode())
+
+    def training_step(self, kernel: bytes, q, k, v, d_o, o, lse, dq, dk, dv, threads: int, causal: bool) -> None:
+        error = ctypes.create_string_buffer(512)
+        n, d = q.shape
+        if self.lib.attnbench_c_training_step(kernel, n, d, threads, int(causal),
+                                              *(_ptr(x) for x in (q, k, v, d_o, o, lse, dq, dk, dv)),
+                                              error, len(error)) != 0:
+            raise RuntimeError(error.value.decode())
+
+    def cache_new(self, kernel: bytes, k, v, threads: int):
+        """A KvCache holding k and v ([kv_heads][kv_len][d]); freed by cache_free."""
+        error = ctypes.create_string_buffer(512)
+        kv_heads, kv_len, d = k.shape
+        cache = self.lib.attnbench_c_cache_new(kernel, kv_heads, kv_len, d, _ptr(k), _ptr(v), threads, error,
+                                               len(error))
+        if not cache:
+            raise RuntimeError(error.value.decode())
+        return cache
+
+    def cache_free(self, cache) -> None:
+        self.lib.attnbench_c_cache_free(cache)
+
+    def cache_attention(self, cache, q, o, threads: int, causal: bool) -> None:
+        error = ctypes.create_string_buffer(512)
+        q_heads, q_len, _ = q.shape
+        if self.lib.attnbench_c_cache_attention(cache, q_heads, q_len, int(causal), _ptr(q), _ptr(o), threads,
+                                                error, len(error)) != 0:
+            raise RuntimeError(error.value.decode())
+
+    def check_gqa(self, q, k, v, o, causal: bool) -> tuple[bool, float, str]:
+        """The oracle check of O ([q_heads][q_len][d]) for K, V ([kv_heads][kv_len][d])."""
+        worst, failure = ctypes.c_double(), ctypes.create_string_buffer(512)
+        (q_heads, q_len, d), (kv_heads, kv_len, _) = q.shape, k.shape
+        passed = self.lib.attnbench_c_check_gqa(q_heads, kv_heads, q_len, kv_len, d, int(causal), _ptr(q), _ptr(k),
+                                                _ptr(v), _ptr(o), CHECK_ROWS, ctypes.byref(worst), failure,
+                                                len(failure))
+        return bool(passed), worst.value, failure.value.decode()
+
+    def check_gradients(self, q, k, v, d_o, dq, dk, dv, causal: bool) -> tuple[bool, float, str]:
+        """Every element of dQ, dK, dV of one head against the backward oracle (small n)."""
+        worst, failure = ctypes.c_double(), ctypes.create_string_buffer(512)
+        n, d = q.shape
+        passed = self.lib.attnbench_c_check_gradients(n, d, int(causal), *(_ptr(x) for x in (q, k, v, d_o, dq, dk, dv)),
+                                                      ctypes.byref(worst), failure, len(failure))
+        return bool(passed), worst.value, failure.value.decode()
 
     def check(self, q, k, v, o, causal: bool) -> tuple[bool, float, str]:
         worst = ctypes.c_double()

@@ -156,15 +156,16 @@ class TorchMatmul(TorchContender):
             self.o = torch.matmul(torch.softmax(s, dim=-1), self.tv)
 
 
-def sdpa_path(probe=None, causal: bool = False) -> str:
-    """The path PyTorch's dispatch takes for scaled_dot_product_attention on `probe` as q, k and v
-    (default a (1, 1, 64, 64) fp32 CPU tensor), as its own chooser names it (its CPU choices: the
-    fused flash-attention kernel or math)."""
+def sdpa_path(probe=None, causal: bool = False, keys=None, enable_gqa: bool = False) -> str:
+    """The path PyTorch's dispatch takes for scaled_dot_product_attention on `probe` as q (default a
+    (1, 1, 64, 64) fp32 CPU tensor) and `keys` (default `probe`) as k and v, as its own chooser names
+    it (its CPU choices: the fused flash-attention kernel or math)."""
     if torch is None:
         return "not installed"
     try:
         probe = torch.zeros((1, 1, 64, 64)) if probe is None else probe
-        choice = torch._fused_sdp_choice(probe, probe, probe, None, 0.0, causal)
+        keys = probe if keys is None else keys
+        choice = torch._fused_sdp_choice(probe, keys, keys, None, 0.0, causal, enable_gqa=enable_gqa)
         return torch.nn.attention.SDPBackend(choice).name.lower()
     except (AttributeError, RuntimeError, TypeError, ValueError):  # a private API: may move
         return "unknown"

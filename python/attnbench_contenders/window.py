@@ -21,6 +21,7 @@ from . import __doc__ as PACKAGE_DOC
 from .capi import Capi, OpenBlas
 from .forward import (Attnbench, NumpyInplace, NumpyTextbook, OnnxRuntimeMha, OpenVinoSdpa, TorchMatmul,
                       TorchSdpa)
+from . import passes
 from .libraries import onnxruntime, openvino, torch, torch_blas
 
 
@@ -32,14 +33,67 @@ from .libraries import onnxruntime, openvino, torch, torch_blas
 SETTLE_SECONDS = 0.2
 
 
+# A Llama-style layer, the decode points' layout: 32 query heads over 8 key/value heads of 128.
+DECODE_LAYOUT = {"q_heads": 32, "kv_heads": 8, "d": 128}
+
+
 def point_name(contender: str, p: dict) -> str:
-    return f"{contender}/n:{p['n']}/d:{p['d']}/threads:{p['threads']}/causal:{int(p['causal'])}"
+    """The benchmark name of a contender at a point, in the C++ windows' scheme (the report's loader
+    reads its columns): `.../n:N/d:D/threads:T/causal:C`, a training step's ending in
+    `/pass:forward+backward`, a decode point's `.../q:1/kv:N/heads:H/kv_heads:K/d:D/...`."""
+    if p["pass"] == "decode":
+        return (f"{contender}/q:1/kv:{p['n']}/heads:{p['q_heads']}/kv_heads:{p['kv_heads']}/d:{p['d']}"
+                f"/threads:{p['threads']}/causal:0")
+    name = f"{contender}/n:{p['n']}/d:{p['d']}/threads:{p['threads']}/causal:{int(p['causal'])}"
+    return name + ("/pass:forward+backward" if p["pass"] == "forward+backward" else "")
 
 
 def flops_of(p: dict) -> float:
+    """4 d FLOPs per scored pair (two products); a training step counts 3.5 times its forward (the
+    backward's five products at 2 d each, as the C++ matrix and FlashAttention's benchmarks do)."""
     n, d = p["n"], p["d"]
+    if p["pass"] == "decode":
+        return 4.0 * p["q_heads"] * n * d
     pairs = n * (n + 1) / 2 if p["causal"] else n * n
-    return 4.0 * pairs * d
+    return 4.0 * pairs * d * (3.5 if p["pass"] == "forward+backward" else 1.0)
+
+
+def arrays(p: dict, seed: int = 1) -> tuple:
+    """Seeded standard-normal Q, K, V (and dO for a training step) of a point."""
+    gen = np.random.default_rng(seed)
+    if p["pass"] == "decode":
+        q = gen.standard_normal((p["q_heads"], 1, p["d"]), dtype=np.float32)
+        k, v = (gen.standard_normal((p["kv_heads"], p["n"], p["d"]), dtype=np.float32) for _ in range(2))
+        return q, k, v, None
+    q, k, v = (gen.standard_normal((p["n"], p["d"]), dtype=np.float32) for _ in range(3))
+    d_o = gen.standard_normal((p["n"], p["d"]), dtype=np.float32) if p["pass"] == "forward+backward" else None
+    return q, k, v, d_o
+
+
+def prepare_checked(c, p: dict, capi: Capi, inputs: tuple) -> tuple:
+    """Prepares contender `c` at point `p`, checked against the oracle first: (seconds of its first
+    call, the check's worst error ratio, the failure or "")."""
+    q, k, v, d_o = inputs
+    if p["pass"] == "forward+backward":
+        small = dict(p, n=min(p["n"], passes.CHECK_TRAINING_N))
+        sq, sk, sv, sdo = arrays(small, seed=2)
+        c.prepare(small, sq, sk, sv, sdo)
+        c.run()
+        passed, worst, failure = capi.check_gradients(sq, sk, sv, sdo, *c.gradients(), p["causal"])
+        c.release()
+        if not passed:
+            return 0.0, worst, failure
+        c.prepare(p, q, k, v, d_o)
+    else:
+        c.prepare(p, q, k, v)
+    start = time.perf_counter()
+    c.run()  # the warm-up, and for the forward passes the output the check reads
+    call = time.perf_counter() - start
+    if p["pass"] == "forward+backward":
+        return call, worst, ""  # its gradients were checked above, on the smaller problem
+    check = capi.check_gqa if p["pass"] == "decode" else capi.check
+    passed, worst, failure = check(q, k, v, c.output(), p["causal"])
+    return call, worst, "" if passed else failure
 
 
 def error_entry(name: str, message: str, repetitions: int) -> dict:
@@ -59,8 +113,7 @@ def run_point(p: dict, contenders: list, capi: Capi, blas: OpenBlas, reps: int, 
     """Every contender at point `p`: prepare, warm up, check, then `reps` alternating rounds."""
     entries = []
     set_threads(blas, p["threads"])
-    gen = np.random.default_rng(1)
-    q, k, v = (gen.standard_normal((p["n"], p["d"]), dtype=np.float32) for _ in range(3))
+    inputs = arrays(p)
     ready = []  # (contender, iterations per repetition, check ratio)
     for c in contenders:
         name = point_name(c.name, p)
@@ -69,16 +122,12 @@ def run_point(p: dict, contenders: list, capi: Capi, blas: OpenBlas, reps: int, 
             entries.append(error_entry(name, why, reps))
             continue
         try:
-            c.prepare(p, q, k, v)
-            start = time.perf_counter()
-            c.run()  # the warm-up, and the output the check reads
-            call = time.perf_counter() - start
-            passed, worst, failure = capi.check(q, k, v, c.output(), p["causal"])
+            call, worst, failure = prepare_checked(c, p, capi, inputs)
         except Exception as error:  # noqa: BLE001 - any contender failure is recorded, never fatal
             c.release()
             entries.append(error_entry(name, f"failed: {type(error).__name__}: {error}", reps))
             continue
-        if not passed:
+        if failure:
             c.release()
             entries.append(error_entry(name, f"failed: oracle check: {failure}", reps))
         elif call > budget:
@@ -102,7 +151,9 @@ def run_point(p: dict, contenders: list, capi: Capi, blas: OpenBlas, reps: int, 
                 "repetitions": reps, "repetition_index": rep, "threads": 1, "iterations": iterations,
                 "real_time": seconds * 1e3, "cpu_time": seconds * 1e3, "time_unit": "ms",
                 "GFLOP/s": flops / seconds / 1e9, "flops_per_call": flops,
-                "scratch_bytes": c.scratch_bytes(), "score_matrix_bytes": 4.0 * p["n"] * p["n"],
+                "scratch_bytes": c.scratch_bytes(),
+                "score_matrix_bytes": 4.0 * p["n"] * (p["q_heads"] if p["pass"] == "decode" else p["n"]),
+                **({"bytes_moved": 8.0 * p["kv_heads"] * p["n"] * p["d"]} if p["pass"] == "decode" else {}),
                 "oracle_error_ratio": worst,
                 **({"label": c.label} if getattr(c, "label", "") else {}),
             })
@@ -111,6 +162,19 @@ def run_point(p: dict, contenders: list, capi: Capi, blas: OpenBlas, reps: int, 
             f"{np.median([e['real_time'] for e in entries if e.get('run_name') == point_name(c.name, p)]):.3f} ms")
         c.release()
     return entries
+
+
+def further_points(capi: Capi, preset: str, forward: list) -> list:
+    """The preset's training-step points (its lengths, at the forward points' head dims and thread
+    counts, not causal and causal) and decode points (the Llama layout over its cache lengths)."""
+    dims = sorted({p["d"] for p in forward})
+    threads = sorted({p["threads"] for p in forward})
+    training = [{"pass": "forward+backward", "n": n, "d": d, "threads": t, "causal": causal}
+                for d in dims for n in capi.preset_pass(preset, "forward+backward")
+                for causal in (False, True) for t in threads]
+    decode = [dict(DECODE_LAYOUT, **{"pass": "decode", "n": kv, "threads": t, "causal": False})
+              for kv in capi.preset_pass(preset, "decode") for t in threads]
+    return training + decode
 
 
 def cpu_model() -> str:
@@ -133,9 +197,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     capi, blas = Capi(args.lib), OpenBlas()
-    points, reps, min_time, budget = capi.preset(args.preset, args.threads)
-    contenders = [Attnbench(capi, "tiled/simd"), NumpyTextbook(blas), NumpyInplace(blas), TorchMatmul(blas),
-                  TorchSdpa(blas), OpenVinoSdpa(), OnnxRuntimeMha()]
+    forward, reps, min_time, budget = capi.preset(args.preset, args.threads)
+    points = [dict(p, **{"pass": "forward"}) for p in forward] + further_points(capi, args.preset, forward)
+    ours, torch_sdpa = Attnbench(capi, "tiled/simd"), TorchSdpa(blas)
+    contenders = [ours, NumpyTextbook(blas), NumpyInplace(blas), TorchMatmul(blas), torch_sdpa, OpenVinoSdpa(),
+                  OnnxRuntimeMha()]
+    by_pass = {"forward": contenders,
+               "forward+backward": [passes.AttnbenchTraining(capi, ours.name, ours.description),
+                                    passes.TorchSdpaTraining(torch_sdpa.description)],
+               "decode": [passes.AttnbenchDecode(capi, ours.name, ours.description),
+                          passes.TorchSdpaDecode(torch_sdpa.description)]}
     keep = re.compile(args.filter) if args.filter else None
     context = {
         "date": datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds"),
@@ -157,11 +228,11 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     for i, p in enumerate(points):
-        chosen = [c for c in contenders if keep is None or keep.search(point_name(c.name, p))]
+        chosen = [c for c in by_pass[p["pass"]] if keep is None or keep.search(point_name(c.name, p))]
         if not chosen:
             continue
-        log(f"[{i + 1}/{len(points)}] n {p['n']} d {p['d']} threads {p['threads']} causal {int(p['causal'])} "
-            f"... {time.perf_counter() - start:.0f} s elapsed")
+        log(f"[{i + 1}/{len(points)}] {p['pass']} n {p['n']} d {p['d']} threads {p['threads']} causal "
+            f"{int(p['causal'])} ... {time.perf_counter() - start:.0f} s elapsed")
         benchmarks += run_point(p, chosen, capi, blas, reps, min_time, budget, rng, log)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

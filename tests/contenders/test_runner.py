@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 import attnbench_contenders as contenders
+from attnbench_contenders import passes
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPI = os.environ.get("ATTNBENCH_CAPI", str(ROOT / "build" / "lib" / "libattnbench_capi.so"))
@@ -32,6 +33,16 @@ class Absent(contenders.Contender):
 
     def unsupported(self, point):
         return "missing: a library this machine lacks"
+
+
+class ScaledDq(passes.TorchSdpaTraining):
+    """A wrong training step: dQ off by 1%, as a missing factor in one gradient would be."""
+
+    name = "broken/scaled_dq"
+
+    def gradients(self):
+        dq, dk, dv = super().gradients()
+        return dq * np.float32(1.01), dk, dv
 
 
 class RunnerTest(unittest.TestCase):
@@ -71,12 +82,12 @@ class RunnerTest(unittest.TestCase):
                 self.assertGreater(e["GFLOP/s"], 0)
                 self.assertLess(e["oracle_error_ratio"], 1.0)
         # Rounds alternate: repetition 0 of every contender at a point comes before any repetition 1.
-        point = [e for e in data["benchmarks"] if "/n:256/d:64/threads:1/" in e["run_name"]]
+        point = [e for e in data["benchmarks"] if e["run_name"].endswith("/n:256/d:64/threads:1/causal:0")]
         indices = [e["repetition_index"] for e in point]
         self.assertEqual(indices, sorted(indices))
 
     def test_a_wrong_contender_is_recorded_failed_and_not_timed(self):
-        point = {"n": 96, "d": 16, "causal": False, "threads": 1}
+        point = {"pass": "forward", "n": 96, "d": 16, "causal": False, "threads": 1}
         entries = contenders.run_point(point, [OffByOneKey(self.blas), contenders.NumpyInplace(self.blas)],
                                        self.capi, self.blas, 2, 0.0, 10.0, random.Random(1), lambda _: None)
         broken = [e for e in entries if e["run_name"].startswith("broken/")]
@@ -88,7 +99,7 @@ class RunnerTest(unittest.TestCase):
         self.assertFalse(any(e.get("error_occurred") for e in good))
 
     def test_a_missing_contender_and_a_causal_point_are_recorded(self):
-        point = {"n": 64, "d": 8, "causal": True, "threads": 1}
+        point = {"pass": "forward", "n": 64, "d": 8, "causal": True, "threads": 1}
         entries = contenders.run_point(point, [Absent(), contenders.NumpyTextbook(self.blas),
                                                contenders.TorchSdpa(self.blas)],
                                        self.capi, self.blas, 1, 0.0, 10.0, random.Random(1), lambda _: None)
@@ -98,6 +109,30 @@ class RunnerTest(unittest.TestCase):
             e = [e for e in entries if e["run_name"].startswith(prefix)]
             self.assertEqual(len(e), 1)
             self.assertFalse(e[0].get("error_occurred"), e[0].get("error_message"))
+
+    def test_training_step_and_decode_points_check_and_time_both_sides(self):
+        torch_sdpa = contenders.TorchSdpa(self.blas)
+        ours = contenders.Attnbench(self.capi, "tiled/simd")
+        for point, sides in (
+                ({"pass": "forward+backward", "n": 300, "d": 24, "causal": True, "threads": 2},
+                 [passes.AttnbenchTraining(self.capi, ours.name, ours.description),
+                  passes.TorchSdpaTraining(torch_sdpa.description), ScaledDq(torch_sdpa.description)]),
+                ({"pass": "decode", "n": 700, "d": 32, "q_heads": 8, "kv_heads": 2, "causal": False, "threads": 2},
+                 [passes.AttnbenchDecode(self.capi, ours.name, ours.description),
+                  passes.TorchSdpaDecode(torch_sdpa.description)])):
+            entries = contenders.run_point(point, sides, self.capi, self.blas, 2, 0.0, 10.0, random.Random(1),
+                                           lambda _: None)
+            for side in sides:
+                mine = [e for e in entries if e["run_name"].startswith(side.name + "/")]
+                if side.name.startswith("broken/"):  # the 1% error in dQ fails the gradients' check
+                    self.assertTrue(mine[0]["error_message"].startswith("failed: oracle check: dq"),
+                                    mine[0]["error_message"])
+                    continue
+                self.assertEqual(len(mine), 2, side.name)
+                self.assertFalse(any(e.get("error_occurred") for e in mine), mine[0].get("error_message"))
+                self.assertTrue(mine[0]["label"], side.name)
+                pass_ = "/pass:forward+backward" if point["pass"] != "decode" else "/heads:8/kv_heads:2/"
+                self.assertIn(pass_, mine[0]["run_name"])
 
 
 if __name__ == "__main__":

@@ -484,9 +484,25 @@ def load_windows(run: Run) -> list:
                 name = key.split(" ", 1)[1]
                 contenders[name] = Contender(name, d.get("role", ""), d.get("library", ""), d.get("version", ""),
                                              d.get("threading", ""), bool(d.get("fused")), d.get("how", ""))
-        table = Table(_records_of(window_run, data.get("benchmarks", [])), [window_run])
-        windows.append(Window(str(context.get("attnbench_window", path.stem)), path, context, table, contenders))
+        records = _records_of(window_run, data.get("benchmarks", []))
+        name = str(context.get("attnbench_window", path.stem))
+        # One window per pass it measured (the forward; a training step; decode through a cache):
+        # ratios are read between contenders of one pass, each pass a table and figure row of its own.
+        for pass_, label in WINDOW_PASSES:
+            mine = [r for r in records if _window_pass(r) == pass_]
+            if mine or pass_ == "forward":
+                windows.append(Window(name + label, path, context, Table(mine, [window_run]), contenders))
     return windows
+
+
+# A window's passes, in report order, and what each adds to the window's name.
+WINDOW_PASSES = (("forward", ""), ("forward+backward", ", training step"), ("decode", ", decode"))
+
+
+def _window_pass(r: "Record") -> str:
+    """The pass of a window's record: decode for one query row against a cache (the gqa or decode
+    family), else the pass its name gives."""
+    return "decode" if r.family != "matrix" else r.pass_
 
 
 @dataclass

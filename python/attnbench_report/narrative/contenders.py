@@ -15,6 +15,22 @@ _HOW_WINDOW = {
     "python": "`scripts/contenders.py`, one Python process: at each point, rounds that run every contender once in a "
               "shuffled order (attnbench's kernel through its C helper, on the same arrays and clock)",
 }
+# What a window of one further pass times (the loader names it "<window>, <pass>").
+_HOW_PASS = {
+    "training step": "each call a training step, the forward (with its log-sum-exp) then the backward of dO (dQ, dK "
+                     "and dV); every gradient element checked against the float64 backward oracle before timing, on "
+                     "a problem of the point's head dim, mask and threads with at most 256 rows; GFLOP/s count 3.5 "
+                     "times the forward's FLOPs",
+    "decode": "each call one query row per head of a Llama-style layer (32 query heads over 8 key/value heads, d = "
+              "128) against a cache of n keys: attnbench through a KvCache filled once per point, PyTorch on its K "
+              "and V tensors with enable_gqa, as a decode loop keeps them",
+}
+
+
+def _how(window_name: str) -> str:
+    base, _, pass_ = window_name.partition(", ")
+    how = _HOW_WINDOW.get(base, "interleaved")
+    return f"{how}; {_HOW_PASS[pass_]}" if pass_ in _HOW_PASS else how
 
 
 def _point(lead) -> str:
@@ -53,7 +69,7 @@ def section(doc: Document, windows: list, figures: dict) -> None:
                          "thread count, under the measured FMA peak."))
     for w in windows:
         names = ac.contender_names(w)
-        s.add(Paragraph(f"**{w.name} window** ({fmt.code(w.path.name)}): {_HOW_WINDOW.get(w.name, 'interleaved')}."))
+        s.add(Paragraph(f"**{w.name} window** ({fmt.code(w.path.name)}): {_how(w.name)}."))
         items = []
         for name in names:
             c = w.contenders.get(name)

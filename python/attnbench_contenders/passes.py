@@ -1,0 +1,148 @@
+"""The window's further passes: a training step (the forward, then the backward of a loss with output
+gradient dO: dQ, dK, dV) and one-row decode of a grouped-query layer through a KV cache, for the
+contenders that offer them, each used as its users use it:
+
+- attnbench: the forward writing LSE then `attention_backward` (the C helper); decode through a
+  `KvCache` filled once per point, as a decode loop keeps one;
+- PyTorch: `scaled_dot_product_attention` on tensors that require gradients, `backward(dO)`
+  through autograd (the flash kernel's backward when the forward took it: recorded from the
+  autograd node); decode with `enable_gqa=True` on the cache's tensors as they are.
+
+A training point's contenders are checked, every gradient element against the backward oracle, on
+a problem of the point's head dim, mask and threads but at most CHECK_TRAINING_N rows (the oracle
+costs the call's work in double, and more); decode points against the forward oracle on sampled
+rows of every head."""
+from __future__ import annotations
+
+import numpy as np
+
+from .capi import Capi
+from .forward import Contender, sdpa_path
+from .libraries import TORCH_ERROR, torch
+
+# The largest training problem checked against the backward oracle before a point is timed.
+CHECK_TRAINING_N = 256
+
+
+class Training(Contender):
+    """A contender's training step: prepare(point, q, k, v, d_o), run(), gradients()."""
+
+    passes = ("forward+backward",)
+
+    def prepare(self, point, q, k, v, d_o=None):
+        super().prepare(point, q, k, v)
+        self.d_o = d_o
+
+    def release(self):
+        super().release()
+        self.d_o = None
+
+
+class AttnbenchTraining(Training):
+    def __init__(self, capi: Capi, name: str, description: dict):
+        self.capi, self.name, self.description = capi, name, description
+        self.kernel = name.encode()
+        self.label = "forward (LSE), then attention_backward"
+
+    def prepare(self, point, q, k, v, d_o=None):
+        super().prepare(point, q, k, v, d_o)
+        n, d = q.shape
+        self.o, self.dq = np.empty_like(q), np.empty_like(q)
+        self.dk, self.dv = np.empty_like(k), np.empty_like(v)
+        self.lse = np.empty(n, dtype=np.float32)
+
+    def run(self):
+        self.capi.training_step(self.kernel, self.q, self.k, self.v, self.d_o, self.o, self.lse, self.dq, self.dk,
+                                self.dv, self.point["threads"], self.point["causal"])
+
+    def gradients(self):
+        return self.dq, self.dk, self.dv
+
+
+class TorchSdpaTraining(Training):
+    name = "torch/sdpa"
+
+    def __init__(self, description: dict):
+        self.description = description
+
+    def unsupported(self, point):
+        return "" if torch is not None else f"missing: PyTorch (torch, requirements.txt): {TORCH_ERROR}"
+
+    def prepare(self, point, q, k, v, d_o=None):
+        super().prepare(point, q, k, v, d_o)
+        self.tq, self.tk, self.tv = (torch.from_numpy(x)[None, None].requires_grad_() for x in (q, k, v))
+        self.tdo = torch.from_numpy(d_o)[None, None]
+        self.label = ""
+
+    def run(self):
+        for t in (self.tq, self.tk, self.tv):
+            t.grad = None
+        o = torch.nn.functional.scaled_dot_product_attention(self.tq, self.tk, self.tv,
+                                                             is_causal=self.point["causal"])
+        self.label = self.label or f"{o.grad_fn.name()} (autograd)"
+        o.backward(self.tdo)
+
+    def gradients(self):
+        return tuple(np.ascontiguousarray(t.grad[0, 0].numpy(), dtype=np.float32) for t in (self.tq, self.tk, self.tv))
+
+    def release(self):
+        super().release()
+        self.tq = self.tk = self.tv = self.tdo = None
+
+
+class Decode(Contender):
+    """One-row decode: prepare(point, q [q_heads][1][d], k, v [kv_heads][kv_len][d]), run(), output()."""
+
+    passes = ("decode",)
+
+
+class AttnbenchDecode(Decode):
+    def __init__(self, capi: Capi, name: str, description: dict):
+        self.capi, self.name, self.description = capi, name, description
+        self.kernel = name.encode()
+        self.cache = None
+        self.label = "attention() through a KvCache (f32), filled once per point"
+
+    def prepare(self, point, q, k, v):
+        super().prepare(point, q, k, v)
+        self.cache = self.capi.cache_new(self.kernel, k, v, point["threads"])
+        self.o = np.empty_like(q)
+
+    def run(self):
+        self.capi.cache_attention(self.cache, self.q, self.o, self.point["threads"], False)
+
+    def output(self):
+        return self.o
+
+    def release(self):
+        if self.cache is not None:
+            self.capi.cache_free(self.cache)
+        self.cache = None
+        super().release()
+
+
+class TorchSdpaDecode(Decode):
+    name = "torch/sdpa"
+
+    def __init__(self, description: dict):
+        self.description = description
+
+    def unsupported(self, point):
+        return "" if torch is not None else f"missing: PyTorch (torch, requirements.txt): {TORCH_ERROR}"
+
+    def prepare(self, point, q, k, v):
+        super().prepare(point, q, k, v)
+        self.tq, self.tk, self.tv = (torch.from_numpy(x)[None] for x in (q, k, v))
+        path = sdpa_path(self.tq, False, self.tk, enable_gqa=True)
+        self.label = f"{path} with enable_gqa (torch._fused_sdp_choice)"
+
+    def run(self):
+        with torch.no_grad():
+            self.o = torch.nn.functional.scaled_dot_product_attention(self.tq, self.tk, self.tv, enable_gqa=True)
+
+    def output(self):
+        return np.ascontiguousarray(self.o[0].numpy(), dtype=np.float32)
+
+    def release(self):
+        super().release()
+        self.tq = self.tk = self.tv = self.o = None
