@@ -13,6 +13,7 @@
 #include <utility>
 
 #include <attnbench/attnbench.hpp>
+#include "attnbench_commit.hpp"
 #include "build_info.hpp"
 #include "ceilings.hpp"
 #include "contender.hpp"
@@ -62,6 +63,11 @@ void add_run_context(const std::string& preset, std::size_t all_threads, const s
       AddCustomContext("dispatch " + std::string(k.name), std::string(resolve(k).name));
     AddCustomContext("role " + std::string(k.name), kernel_role(k));
   }
+  // Provenance: the library's version (project(VERSION)) and the commit the build was made from,
+  // read at build time by cmake/git_commit.cmake (git_dirty: tracked files differed from it).
+  AddCustomContext("attnbench_version", attnbench::kVersion);
+  AddCustomContext("git_commit", attnbench::build::kGitCommit);
+  AddCustomContext("git_dirty", attnbench::build::kGitDirty);
   AddCustomContext("compiler", ATTNBENCH_COMPILER);
   AddCustomContext("cxx_flags", ATTNBENCH_CXX_FLAGS);
   AddCustomContext("xsimd_version", std::to_string(XSIMD_VERSION_MAJOR) + "." +

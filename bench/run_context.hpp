@@ -1,6 +1,7 @@
 // The JSON context every window of attnbench_bench writes: the preset and window, the CPU, memory,
-// kernels' dispatch and roles, compiler, library versions, and the machine's ceilings measured on
-// one and on all threads (FMA peak, triad), which it also hands back for the points' counters.
+// kernels' dispatch and roles, attnbench's version and git commit, compiler, library versions, and
+// the machine's ceilings measured on one and on all threads (FMA peak, triad), which it also hands
+// back for the points' counters.
 #pragma once
 
 #include <cstddef>

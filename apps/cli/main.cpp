@@ -28,6 +28,7 @@
 #include <vector>
 
 #include <attnbench/attnbench.hpp>
+#include "cli/version.hpp"
 #include "demo/demos.hpp"
 #include "npy/npy.hpp"
 
@@ -337,7 +338,7 @@ int backward(const BackwardArgs& args) {
 
 int main(int argc, char** argv) {
   CLI::App app{"attnbench: scaled dot-product attention on the CPU, O = softmax(Q K^T * scale) V"};
-  app.set_version_flag("--version", std::string("attnbench ") + attnbench::kVersion);
+  app.set_version_flag("--version", attnbench::cli::version_line());
   app.require_subcommand(1);
   CLI::App* list = app.add_subcommand("list",
                                       "print every kernel, whether it has a backward pass, the K/V "
