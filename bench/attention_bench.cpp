@@ -534,7 +534,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, t] : g_predicted) predicted_total += t;
   std::fprintf(stderr, "attnbench_bench: preset %s, %zu points, predicted about %.0f s\n",
                preset_name.c_str(), g_predicted.size(), predicted_total);
-  attnbench::bench::ProgressReporter progress(g_predicted);
+  attnbench::bench::ProgressReporter progress(g_predicted, preset_name);
   g_min_time = preset.min_time;
   const bool matrix = !contenders_window && !decode_window && !scaling_window && !phases_window &&
                       !constants_window;

@@ -42,10 +42,44 @@ struct DecodePreset {
   std::size_t types_rounds;
 };
 
+// An fp32 token of the llama layout's K and V is 8 KiB, of one head 1 KiB: at kv 16384 the llama
+// cache (128 MiB) and at 65536 the head's (64 MiB) lie beyond any L3 of the project's machines.
 DecodePreset decode_preset(const std::string& name) {
-  if (name == "full")
-    return {{4096, 16384, 65536}, {131072}, {4096, 16384, 65536}, 256, 4096, true, 5, 0.2, 1.0, 9};
-  return {{4096, 16384}, {}, {4096}, 64, 1024, false, 3, 0.05, 0.2, 5};
+  if (name == "full") {
+    return {.kv_lens = {4096, 16384, 65536},
+            .llama_kv_lens = {131072},
+            .generate_starts = {4096, 16384, 65536},
+            .generate_tokens = 256,
+            .prefill_len = 4096,
+            .every_isa = true,
+            .repetitions = 5,
+            .min_time = 0.2,
+            .types_seconds = 1.0,
+            .types_rounds = 9};
+  }
+  // Both layouts beyond the L3, and prefill at the target's n = 4096.
+  if (name == "standard") {
+    return {.kv_lens = {4096, 16384, 65536},
+            .llama_kv_lens = {},
+            .generate_starts = {16384},
+            .generate_tokens = 64,
+            .prefill_len = 4096,
+            .every_isa = false,
+            .repetitions = 3,
+            .min_time = 0.1,
+            .types_seconds = 0.3,
+            .types_rounds = 5};
+  }
+  return {.kv_lens = {4096, 16384},
+          .llama_kv_lens = {},
+          .generate_starts = {4096},
+          .generate_tokens = 64,
+          .prefill_len = 1024,
+          .every_isa = false,
+          .repetitions = 3,
+          .min_time = 0.05,
+          .types_seconds = 0.2,
+          .types_rounds = 5};
 }
 
 const std::map<std::size_t, double>* g_triad = nullptr;

@@ -41,30 +41,69 @@ struct Preset {
   int constants_readings;
 };
 
+// The presets, by name: quick (CI, a few minutes on 2 cores), standard (the study: every window and
+// every report section in about 20 minutes on 2 cores), full (the long curves, a workstation's
+// hour). Each window has its own points per preset (decode_window.cpp, scaling_window.cpp, ...);
+// this function is the one that rejects an unknown name, before any window registers.
 inline Preset preset_named(const std::string& name) {
   if (name == "quick") {
-    return {{128, 512, 2048}, {8192},    {64, 128}, {64}, true, 0.5, 3, 0.05, 8192, 8, 512,
-            {128, 512, 2048}, {64, 128}, 0.5,       0.5,  1};
+    return {.lengths = {128, 512, 2048},
+            .tiled_lengths = {8192},
+            .dims = {64, 128},
+            .tiled_dims = {64},
+            .causal = true,
+            .budget_seconds = 0.5,
+            .repetitions = 3,
+            .min_time = 0.05,
+            .decode_keys = 8192,
+            .gqa_heads = 8,
+            .gqa_len = 512,
+            .backward_lengths = {128, 512, 2048},
+            .backward_dims = {64, 128},
+            .tiled_budget_seconds = 0.5,
+            .plain_budget_seconds = 0.5,
+            .constants_readings = 1};
+  }
+  // The report's targets at their own points: tiled/simd curves to n = 16384 at d = 64 and 128
+  // (flat in n from 2048 on?), the backward's at n = 1024 and 4096, every kernel to n = 4096 where
+  // its calls stay short; the plain kernels (scalar, autovec, SSE4.2) stop early (small budget).
+  if (name == "standard") {
+    return {.lengths = {128, 256, 512, 1024, 2048, 4096},
+            .tiled_lengths = {8192, 16384},
+            .dims = {64, 128},
+            .tiled_dims = {64, 128},
+            .causal = true,
+            .budget_seconds = 1.0,
+            .repetitions = 3,
+            .min_time = 0.05,
+            .decode_keys = 16384,
+            .gqa_heads = 8,
+            .gqa_len = 1024,
+            .backward_lengths = {512, 1024, 2048, 4096},
+            .backward_dims = {64, 128},
+            .tiled_budget_seconds = 4.0,
+            .plain_budget_seconds = 0.15,
+            .constants_readings = 2};
   }
   if (name == "full") {
-    return {{128, 256, 512, 1024, 2048, 4096, 8192, 16384},
-            {32768, 65536},
-            {32, 64, 128, 256},
-            {64, 128},
-            true,
-            6.0,
-            3,
-            0.1,
-            32768,
-            8,
-            2048,
-            {1024, 2048, 4096, 8192, 16384},
-            {64, 128},
-            45.0,
-            2.0,
-            3};
+    return {.lengths = {128, 256, 512, 1024, 2048, 4096, 8192, 16384},
+            .tiled_lengths = {32768, 65536},
+            .dims = {32, 64, 128, 256},
+            .tiled_dims = {64, 128},
+            .causal = true,
+            .budget_seconds = 6.0,
+            .repetitions = 3,
+            .min_time = 0.1,
+            .decode_keys = 32768,
+            .gqa_heads = 8,
+            .gqa_len = 2048,
+            .backward_lengths = {1024, 2048, 4096, 8192, 16384},
+            .backward_dims = {64, 128},
+            .tiled_budget_seconds = 45.0,
+            .plain_budget_seconds = 2.0,
+            .constants_readings = 3};
   }
-  std::fprintf(stderr, "attnbench_bench: --preset=%s: unknown preset (quick or full)\n",
+  std::fprintf(stderr, "attnbench_bench: --preset=%s: unknown preset (quick, standard or full)\n",
                name.c_str());
   std::exit(2);
 }

@@ -25,8 +25,18 @@ struct PhasesPreset {
 };
 
 PhasesPreset phases_preset(const std::string& name) {
-  if (name == "full") return {{1024, 4096}, {64, 128, 256}, 1.0, 7, 3};
-  return {{2048}, {64, 128}, 0.2, 5, 2};
+  if (name == "full") {
+    return {.lengths = {1024, 4096},
+            .dims = {64, 128, 256},
+            .seconds = 1.0,
+            .rounds = 7,
+            .repetitions = 3};
+  }
+  if (name == "standard") {
+    return {
+        .lengths = {1024, 4096}, .dims = {64, 128}, .seconds = 0.3, .rounds = 5, .repetitions = 2};
+  }
+  return {.lengths = {2048}, .dims = {64, 128}, .seconds = 0.2, .rounds = 5, .repetitions = 2};
 }
 
 constexpr const char* kPhaseNames[] = {"all", "score", "softmax", "blend", "pack"};

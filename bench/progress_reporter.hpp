@@ -9,16 +9,22 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnbench::bench {
 
-// Prints "[k/N] name ... elapsed, ETA" on stderr as each point finishes, then the usual table.
+// Prints "[<preset> k/N] name ... elapsed, ETA" on stderr as each point finishes, then the usual
+// table: the preset in every line, so a log's tail says which run it is.
 class ProgressReporter : public benchmark::ConsoleReporter {
  public:
-  // `predicted`: every registered point's predicted seconds (its size is the number of points).
-  explicit ProgressReporter(const std::map<std::string, double>& predicted)
-      : predicted_(predicted), total_(predicted.size()), start_(Clock::now()) {
+  // `predicted`: every registered point's predicted seconds (its size is the number of points);
+  // `preset`: the preset's name.
+  ProgressReporter(const std::map<std::string, double>& predicted, std::string preset)
+      : predicted_(predicted),
+        preset_(std::move(preset)),
+        total_(predicted.size()),
+        start_(Clock::now()) {
     for (const auto& [name, seconds] : predicted) predicted_total_ += seconds;
   }
 
@@ -29,8 +35,9 @@ class ProgressReporter : public benchmark::ConsoleReporter {
   void ran(const std::string& name, double done) {
     per_call_ = true;
     ++calls_;
-    line("[call " + std::to_string(calls_) + ", " + std::to_string(total_) + " points]", name,
-         done);
+    line("[" + preset_ + " call " + std::to_string(calls_) + ", " + std::to_string(total_) +
+             " points]",
+         name, done);
   }
 
   void ReportRuns(const std::vector<Run>& runs) override {
@@ -38,8 +45,9 @@ class ProgressReporter : public benchmark::ConsoleReporter {
       // The registered name, without the suffixes Google Benchmark appends (/repeats:3, ...).
       const std::string name = runs.front().run_name.function_name;
       if (seen_.insert(name).second) {
-        line("[" + std::to_string(seen_.size()) + "/" + std::to_string(total_) + "]", name,
-             predicted_of(name));
+        line(
+            "[" + preset_ + " " + std::to_string(seen_.size()) + "/" + std::to_string(total_) + "]",
+            name, predicted_of(name));
       }
     }
     ConsoleReporter::ReportRuns(runs);
@@ -69,6 +77,7 @@ class ProgressReporter : public benchmark::ConsoleReporter {
 
   static constexpr double kPacePrior = 30.0;
   const std::map<std::string, double>& predicted_;
+  std::string preset_;
   std::size_t total_;
   double predicted_total_ = 0;
   Clock::time_point start_;

@@ -28,10 +28,35 @@ struct ScalingPreset {
 };
 
 ScalingPreset scaling_preset(const std::string& name) {
-  if (name == "full")
-    return {
-        {1024, 2048, 4096, 8192}, {64, 128, 256}, {1024, 2048, 4096}, {64, 128}, true, 1.0, 9, 3};
-  return {{1024}, {64}, {1024}, {64}, false, 0.2, 5, 2};
+  if (name == "full") {
+    return {.forward_lens = {1024, 2048, 4096, 8192},
+            .forward_dims = {64, 128, 256},
+            .backward_lens = {1024, 2048, 4096},
+            .backward_dims = {64, 128},
+            .every_isa = true,
+            .seconds = 1.0,
+            .rounds = 9,
+            .repetitions = 3};
+  }
+  // The backward's thread-scaling target's lengths (n = 1024 and 4096) at both head dims.
+  if (name == "standard") {
+    return {.forward_lens = {1024, 4096},
+            .forward_dims = {64, 128},
+            .backward_lens = {1024, 4096},
+            .backward_dims = {64, 128},
+            .every_isa = false,
+            .seconds = 0.3,
+            .rounds = 5,
+            .repetitions = 3};
+  }
+  return {.forward_lens = {1024},
+          .forward_dims = {64},
+          .backward_lens = {1024},
+          .backward_dims = {64},
+          .every_isa = false,
+          .seconds = 0.2,
+          .rounds = 5,
+          .repetitions = 2};
 }
 
 const std::map<std::size_t, double>* g_peak = nullptr;

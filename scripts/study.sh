@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The study: set-up if needed, Release build, the benchmark matrix, then the report.
-#   scripts/study.sh [--preset quick|full] [--out DIR] [--filter REGEX] [-- google-benchmark flags]
-# quick: the CI preset (a few minutes on 2 cores); full: the workstation study.
+#   scripts/study.sh [--preset quick|standard|full] [--out DIR] [--filter REGEX] [-- google-benchmark flags]
+# quick: the CI preset (a few minutes on 2 cores); standard: the study, every window and every report
+# section at the report's own targets (about 20 minutes on 2 cores); full: the long curves (hours).
 # Results: Google Benchmark's JSON in DIR/results.json (default reports/runs/<date>-<host>/), so
 # two runs compare with compare.py (see README), the contenders' windows in DIR/contenders.json and
 # DIR/python_contenders.json, the decode window in DIR/decode.json, the scaling window in
@@ -16,14 +17,14 @@ filter=""
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --preset) preset="${2:?--preset needs quick or full}"; shift 2 ;;
+    --preset) preset="${2:?--preset needs quick, standard or full}"; shift 2 ;;
     --out) out="${2:?--out needs a directory}"; shift 2 ;;
     --filter) filter="${2:?--filter needs a regex}"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    *) echo "study.sh: unknown argument '$1' (--preset quick|full, --out DIR, --filter REGEX)" >&2; exit 2 ;;
+    *) echo "study.sh: unknown argument '$1' (--preset quick|standard|full, --out DIR, --filter REGEX)" >&2; exit 2 ;;
   esac
 done
-case "$preset" in quick|full) ;; *) echo "study.sh: --preset $preset: expected quick or full" >&2; exit 2 ;; esac
+case "$preset" in quick|standard|full) ;; *) echo "study.sh: --preset $preset: expected quick, standard or full" >&2; exit 2 ;; esac
 out="${out:-reports/runs/$(date +%Y-%m-%d)-$(hostname -s)-$preset}"
 
 scripts/setup.sh --check >/dev/null || scripts/setup.sh
@@ -34,7 +35,16 @@ python=.venv/bin/python
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1
 
 mkdir -p "$out"
-echo "study: preset $preset, $(nproc) cores, results in $out/results.json"
+# The build's commit and version (every window's JSON context has them too: git_commit, git_dirty,
+# attnbench_version), read by the build itself (cmake/git_commit.cmake), so never older than it.
+echo "study: preset $preset, $(build/bin/attnbench --version), $(nproc) cores, results in $out/results.json"
+study_start=$(date +%s)
+summary=""
+took() {  # "study: preset P: <step> took N s" since $start; the summary line at the end lists them
+  local seconds=$(( $(date +%s) - start ))
+  summary+="${summary:+, }$1 $seconds s"
+  echo "study: preset $preset: $1 took $seconds s"
+}
 start=$(date +%s)
 # The matrix, its repetitions interleaved at random so that a ratio between two points has both
 # sides spread over the same minutes (each point's outputs and workspace kept warm in between).
@@ -44,7 +54,7 @@ build/bin/attnbench_bench --preset="$preset" \
   --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/results.json" --benchmark_out_format=json \
   "${extra[@]}" | tee "$out/console.txt"
-echo "study: benchmark took $(( $(date +%s) - start )) s"
+took matrix
 # The contenders' windows: the C++ contenders (attnbench's kernels, oneDNN) with Google Benchmark's
 # repetitions interleaved at random across all of them, then NumPy and PyTorch beside tiled/simd in
 # alternating rounds in one Python process. Ratios are read within a window, never across.
@@ -57,7 +67,7 @@ build/bin/attnbench_bench --preset="$preset" --contenders \
   "${extra[@]}" | tee "$out/contenders_console.txt"
 "$python" scripts/contenders.py --preset "$preset" --lib build/lib/libattnbench_capi.so \
   --out "$out/python_contenders.json" ${filter:+--filter "$filter"}
-echo "study: contenders took $(( $(date +%s) - start )) s"
+took contenders
 # The decode window: decoding against a persistent KV cache in each storage type, the decode loop
 # and prefill, its repetitions interleaved at random so the ratios between types are fair.
 start=$(date +%s)
@@ -67,7 +77,7 @@ build/bin/attnbench_bench --preset="$preset" --decode \
   --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/decode.json" --benchmark_out_format=json \
   "${extra[@]}" | tee "$out/decode_console.txt"
-echo "study: decode took $(( $(date +%s) - start )) s"
+took decode
 # The scaling window: 1 thread against all in pairs of calls, the pairs' median ratio.
 start=$(date +%s)
 build/bin/attnbench_bench --preset="$preset" --scaling \
@@ -75,7 +85,7 @@ build/bin/attnbench_bench --preset="$preset" --scaling \
   --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/scaling.json" --benchmark_out_format=json \
   "${extra[@]}" | tee "$out/scaling_console.txt"
-echo "study: scaling took $(( $(date +%s) - start )) s"
+took scaling
 # The phases window: the tiled SIMD kernels' phases timed alone, in rotating rounds (the cost
 # model's measured breakdown).
 start=$(date +%s)
@@ -84,12 +94,17 @@ build/bin/attnbench_bench --preset="$preset" --phases \
   --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/phases.json" --benchmark_out_format=json \
   "${extra[@]}" | tee "$out/phases_console.txt"
-echo "study: phases took $(( $(date +%s) - start )) s"
+took phases
 # The cost model's machine constants once more, after every window (the matrix's context has the
 # first reading): a shared host may have been slow in that minute, and the model takes the faster
 # reading of each constant (python/attnbench_report/load/machine_constants.py).
+start=$(date +%s)
 build/bin/attnbench_bench --preset="$preset" --constants \
   --benchmark_out="$out/constants.json" --benchmark_out_format=json > "$out/constants_console.txt"
 build/bin/attnbench demo all --json "$out/demos.json"
+took "constants and demos"
 
+start=$(date +%s)
 "$python" -m attnbench_report "$out"
+took report
+echo "study: preset $preset took $(( $(date +%s) - study_start )) s after the build ($summary)"
