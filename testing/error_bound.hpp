@@ -50,32 +50,51 @@ inline RowView row_view(const ProblemView& p, std::size_t batch, std::size_t hea
 // weighted values adds n u each; exp, the division and the rescaling add a few u (32 u leaves
 // room for a vectorised exp of a few ulp). Any kernel bug larger than rounding breaks it.
 // It assumes float neither overflows nor underflows on the way (docs/testing.md).
-inline double row_bound(const ProblemView& p, std::size_t batch, std::size_t head, std::size_t i) {
+// What the bounds read off a row's inputs: sigma = |scale| max_j sum_c |q_c k_jc| over its n
+// visible keys, and Vmax = max |v_jc| over them.
+struct RowConditioning {
+  double sigma = 0, vmax = 0;
+  std::size_t n = 0;
+};
+
+inline RowConditioning row_conditioning(const ProblemView& p, std::size_t batch, std::size_t head,
+                                        std::size_t i) {
   const std::size_t d = p.shape.head_dim;
   const RowView r = row_view(p, batch, head, i);
-  double sigma = 0.0, vmax = 0.0;  // std::fmax skips NaN inputs, whose rows the NaN check covers
+  RowConditioning rc;
+  rc.n = r.n;  // std::fmax skips NaN inputs, whose rows the NaN check covers
   for (std::size_t j = 0; j < r.n; ++j) {
     double sum = 0.0;
     for (std::size_t c = 0; c < d; ++c) {
       sum += std::fabs(double(r.q[c]) * double(r.k[j * d + c]));
-      vmax = std::fmax(vmax, std::fabs(double(r.v[j * d + c])));
+      rc.vmax = std::fmax(rc.vmax, std::fabs(double(r.v[j * d + c])));
     }
-    sigma = std::fmax(sigma, sum);
+    rc.sigma = std::fmax(rc.sigma, sum);
   }
-  sigma *= std::fabs(double(effective_scale(p.shape, p.options)));
+  rc.sigma *= std::fabs(double(effective_scale(p.shape, p.options)));
+  return rc;
+}
+
+inline double row_bound(const RowConditioning& rc, std::size_t d) {
   const double u = std::ldexp(1.0, -24);
-  return u * vmax * (2.0 * double(d + 4) * sigma + 2.0 * double(r.n) + 32.0);
+  return u * rc.vmax * (2.0 * double(d + 4) * rc.sigma + 2.0 * double(rc.n) + 32.0);
+}
+
+inline double row_bound(const ProblemView& p, std::size_t batch, std::size_t head, std::size_t i) {
+  return row_bound(row_conditioning(p, batch, head, i), p.shape.head_dim);
 }
 
 // The first output element found out of bound.
 struct Mismatch {
   std::size_t batch, head, row, col;
   double got, want, error, bound;
+  double plain = NAN;  // compare_with_plain: plain float32's largest error in the row
 
   std::string describe() const {
     std::ostringstream s;
     s << "batch " << batch << " head " << head << " row " << row << " col " << col << ": got "
       << got << ", oracle " << want << ", error " << error << " > bound " << bound;
+    if (!std::isnan(plain)) s << " (plain float32's error in the row: " << plain << ")";
     return s.str();
   }
 };
@@ -116,6 +135,111 @@ inline Comparison compare_with_oracle(const ProblemView& p, const float* out, co
     for (std::size_t h = 0; h < s.q_heads; ++h) {
       for (std::size_t i = 0; i < s.q_len && !result.mismatch; ++i) {
         compare_row(p, out, ref, b, h, i, row_bound(p, b, h, i), result);
+      }
+    }
+  }
+  return result;
+}
+
+// The forward criterion that stays as tight as the real error at any length (docs/testing.md,
+// "Error criteria"). The analytic row_bound is a worst case: its 2 n u Vmax term grows with the
+// keys while one key's weight shrinks as 1/n, so past a few thousand keys a dropped key hides
+// under it, and its (d + 4) sigma term sits thousands of times above what float32 actually errs.
+// This criterion measures that instead, FlashAttention's way: plain float32 (plain_attention,
+// the oracle's three steps in float) errs by E_r = max_c |plain_rc - ref_rc| on row r of this very
+// problem, and every element of the kernel's row must stay within
+//   kPlainFactor_fwd E_r + kFloorUlps u (1 + sigma) (A_rc + |ref_rc|) + n e^-80 Vmax + (2n + 2d +
+//   8) 2^-150,
+// A_rc = sum_j p_j |v_jc| (the size of the blend's terms). Why these terms:
+// - a kernel differs from the plain evaluation only in summation order (blocked, vector lanes,
+//   key chunks merged by log-sum-exp), its exp (a few ulp) and where the max enters; its error
+//   has the same sources and sizes as E_r, which grows with n exactly as fast as rounding does;
+//   a factor covers the spread between two such random errors (the test's worst row decides it);
+// - E_r can be small by luck (a row of a few elements, a few keys), so a floor: each weight is
+//   perturbed relatively by its score's rounding (about u sigma, sigma = |scale| max_j sum_c
+//   |q_c k_jc|, not the worst case's (d + 1) u sigma), by exp and by the normalising sum (a few
+//   u), and a weight's error e_j moves o by p_j e_j (v_j - o), at most e (A + |o|); the blend adds
+//   terms of size A. kFloorUlps u (1 + sigma)(A + |o|) prices these at a few rounding units,
+//   independent of n and d: it sits near the real error, orders below row_bound;
+// - two absolute terms, negligible beside any normal output: weights below e^-80 that a float
+//   exp may flush to zero (n of them at most, each moving o by at most e^-80 Vmax), and terms
+//   that land among float's subnormals, rounded to 2^-150 absolute.
+// A dropped key moves o by p_j (v_j - o), about Vmax / n, thousands of u at n = 16384; a scale
+// off by 0.1 % or weights rounded to 16 bits move it by hundreds of u at n = 1000 (tests in
+// tests/criteria_test.cpp hold the criterion to rejecting them).
+inline constexpr double kPlainFactorForward = 2.0;
+inline constexpr double kFloorUlpsForward = 4.0;
+
+// The oracle's answer and what the forward's criteria read beside it, per element (o, blend:
+// sum_j p_j |v_jc|, plain: plain_attention's output) or per query row (sigma and vmax: as
+// row_conditioning's), as testing/problem.hpp's solve() computes them in one pass.
+struct ForwardYardstick {
+  const double* o;
+  const double* blend;
+  const float* plain;
+  const double* sigma;
+  const double* vmax;
+};
+
+// The analytic row_bound from the yardstick's sigma and vmax: compare_with_oracle without its
+// second pass over the inputs.
+inline Comparison compare_with_bound(const ProblemView& p, const float* out,
+                                     const ForwardYardstick& y) {
+  Comparison result;
+  const Shape& s = p.shape;
+  for (std::size_t b = 0; b < s.batch; ++b) {
+    for (std::size_t h = 0; h < s.q_heads; ++h) {
+      for (std::size_t i = 0; i < s.q_len && !result.mismatch; ++i) {
+        const std::size_t row = (b * s.q_heads + h) * s.q_len + i;
+        const RowConditioning rc{y.sigma[row], y.vmax[row], visible_keys(s, p.options.causal, i)};
+        compare_row(p, out, y.o, b, h, i, row_bound(rc, s.head_dim), result);
+      }
+    }
+  }
+  return result;
+}
+
+// Plain float32's error row by row, checked against the kernel's. Elements the oracle has
+// non-finite are left to compare_with_oracle (which places NaN and Inf); a finite oracle element
+// the kernel has non-finite fails, and so does one where plain float32 is non-finite (the
+// criterion then allows its floor alone). Stops at the first element out of bound.
+inline Comparison compare_with_plain(const ProblemView& p, const float* out,
+                                     const ForwardYardstick& y) {
+  Comparison result;
+  const Shape& s = p.shape;
+  const std::size_t d = s.head_dim;
+  const double u = std::ldexp(1.0, -24);
+  for (std::size_t b = 0; b < s.batch; ++b) {
+    for (std::size_t h = 0; h < s.q_heads; ++h) {
+      for (std::size_t i = 0; i < s.q_len; ++i) {
+        const std::size_t row = (b * s.q_heads + h) * s.q_len + i, row_at = row * d;
+        double plain_error = 0;
+        for (std::size_t c = 0; c < d; ++c) {
+          const double want = y.o[row_at + c], have = y.plain[row_at + c];
+          if (std::isfinite(want) && std::isfinite(have)) {
+            plain_error = std::fmax(plain_error, std::fabs(have - want));
+          }
+        }
+        const double n = double(visible_keys(s, p.options.causal, i));
+        const double absolute =
+            n * std::exp(-80.0) * y.vmax[row] + std::ldexp(2.0 * (n + double(d)) + 8.0, -150);
+        for (std::size_t c = 0; c < d; ++c) {
+          const std::size_t at = row_at + c;
+          const double want = y.o[at], got = out[at];
+          if (!std::isfinite(want)) continue;
+          const double floor =
+              kFloorUlpsForward * u * (1.0 + y.sigma[row]) * (y.blend[at] + std::fabs(want)) +
+              absolute;
+          const double allowed = kPlainFactorForward * plain_error + floor;
+          const double err = std::fabs(got - want);
+          const double ratio = allowed > 0 ? err / allowed : (err == 0 ? 0 : INFINITY);
+          if (!(ratio <= 1.0)) {
+            result.mismatch = Mismatch{b, h, i, c, got, want, err, allowed, plain_error};
+            result.worst_ratio = INFINITY;
+            return result;
+          }
+          result.worst_ratio = std::max(result.worst_ratio, ratio);
+        }
       }
     }
   }

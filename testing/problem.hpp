@@ -80,6 +80,33 @@ inline std::vector<double> oracle(const Problem& p) {
   return o;
 }
 
+// The oracle's answer and what the forward's criteria read beside it (ForwardYardstick).
+struct OracleAnswer {
+  std::vector<double> o;            // reference_attention's output
+  std::vector<double> blend;        // its blend magnitude, sum_j p_j |v_jc|
+  std::vector<float> plain;         // plain_attention's: the same steps in float32
+  std::vector<double> sigma, vmax;  // per query row
+
+  ForwardYardstick yardstick() const {
+    return {o.data(), blend.data(), plain.data(), sigma.data(), vmax.data()};
+  }
+};
+
+inline OracleAnswer solve(const Problem& p) {
+  const std::size_t rows = p.shape.q_elements() / p.shape.head_dim;
+  OracleAnswer a{std::vector<double>(p.shape.q_elements()),
+                 std::vector<double>(p.shape.q_elements()),
+                 std::vector<float>(p.shape.q_elements()), std::vector<double>(rows),
+                 std::vector<double>(rows)};
+  reference_attention(p.shape, p.options, p.q.data(), p.k.data(), p.v.data(),
+                      ForwardConditioning{.o = a.o.data(),
+                                          .blend_magnitude = a.blend.data(),
+                                          .row_sigma = a.sigma.data(),
+                                          .row_vmax = a.vmax.data()});
+  plain_attention(p.shape, p.options, p.q.data(), p.k.data(), p.v.data(), a.plain.data());
+  return a;
+}
+
 inline std::vector<float> run(const Kernel& kernel, const Problem& p, Workspace& ws) {
   std::vector<float> o(p.shape.q_elements(), -12345.0f);  // poison: every element must be written
   attention(kernel, p.shape, p.options, p.tensors(o), ws);

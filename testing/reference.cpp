@@ -22,13 +22,23 @@ void check_pointers(std::initializer_list<const void*> pointers, const char* fun
 // the row is zero. `lse` gets m + log(l), or -inf for a zero row.
 template <class Real>
 bool row_weights(const float* q, const float* k, std::size_t d, std::size_t visible, Real scale,
-                 std::vector<Real>& p, Real& lse) {
+                 std::vector<Real>& p, Real& lse, Real* sigma = nullptr) {
   constexpr Real kMinusInf = -std::numeric_limits<Real>::infinity();
   // Step 1, score: s_j = scale * q . k_j for every visible key j.
   for (std::size_t j = 0; j < visible; ++j) {
     Real dot = 0;
     for (std::size_t c = 0; c < d; ++c) dot += Real(q[c]) * Real(k[j * d + c]);
     p[j] = scale * dot;
+  }
+  // sigma = |scale| max_j sum_c |q_c k_jc|, skipping NaN as std::fmax does.
+  if (sigma != nullptr) {
+    Real largest = 0;
+    for (std::size_t j = 0; j < visible; ++j) {
+      Real sum = 0;
+      for (std::size_t c = 0; c < d; ++c) sum += std::fabs(Real(q[c]) * Real(k[j * d + c]));
+      largest = std::fmax(largest, sum);
+    }
+    *sigma = largest * std::fabs(scale);
   }
   // Step 2, normalise: p_j = exp(s_j - m) / l, l = sum_j exp(s_j - m).
   Real m = kMinusInf;
@@ -47,33 +57,69 @@ bool row_weights(const float* q, const float* k, std::size_t d, std::size_t visi
 
 }  // namespace
 
-void reference_attention(const Shape& shape, const Options& options, const float* q, const float* k,
-                         const float* v, double* o, double* lse) {
+namespace {
+
+// The forward's three steps in Real arithmetic, one query row at a time (reference_attention's
+// loops; Real = float is plain_attention).
+template <class Real>
+void forward_rows(const Shape& shape, const Options& options, const float* q, const float* k,
+                  const float* v, Real* o, Real* lse, Real* blend_magnitude, Real* row_sigma,
+                  Real* row_vmax) {
   validate(shape, options);
   check_pointers({q, k, v, o}, "reference_attention");
-  const double scale = effective_scale(shape, options);
+  const Real scale = effective_scale(shape, options);
   const std::size_t d = shape.head_dim;
-  std::vector<double> p(shape.kv_len);
+  std::vector<Real> p(shape.kv_len);
 
   for (std::size_t b = 0; b < shape.batch; ++b) {
     for (std::size_t h = 0; h < shape.q_heads; ++h) {
       const HeadOffsets at = head_offsets(shape, b, h);
       for (std::size_t i = 0; i < shape.q_len; ++i) {
-        double* oi = o + at.q + i * d;
-        for (std::size_t c = 0; c < d; ++c) oi[c] = 0.0;
-        double row_lse;
+        Real* oi = o + at.q + i * d;
+        Real* ai = blend_magnitude != nullptr ? blend_magnitude + at.q + i * d : nullptr;
+        for (std::size_t c = 0; c < d; ++c) oi[c] = 0;
+        for (std::size_t c = 0; ai != nullptr && c < d; ++c) ai[c] = 0;
+        Real row_lse;
         const std::size_t visible = visible_keys(shape, options.causal, i);
-        const bool weighs = row_weights(q + at.q + i * d, k + at.kv, d, visible, scale, p, row_lse);
-        if (lse != nullptr) lse[at.q / d + i] = row_lse;
+        const std::size_t row = at.q / d + i;
+        const bool weighs = row_weights(q + at.q + i * d, k + at.kv, d, visible, scale, p, row_lse,
+                                        row_sigma != nullptr ? row_sigma + row : nullptr);
+        if (lse != nullptr) lse[row] = row_lse;
+        if (row_vmax != nullptr) {
+          Real vmax = 0;
+          for (std::size_t x = 0; x < visible * d; ++x)
+            vmax = std::fmax(vmax, std::fabs(Real(v[at.kv + x])));
+          row_vmax[row] = vmax;
+        }
         if (!weighs) continue;
         // Step 3, blend: o_i = sum_j p_j v_j.
         for (std::size_t j = 0; j < visible; ++j) {
           const float* vj = v + at.kv + j * d;
-          for (std::size_t c = 0; c < d; ++c) oi[c] += p[j] * double(vj[c]);
+          for (std::size_t c = 0; c < d; ++c) oi[c] += p[j] * Real(vj[c]);
+          for (std::size_t c = 0; ai != nullptr && c < d; ++c)
+            ai[c] += p[j] * std::fabs(Real(vj[c]));
         }
       }
     }
   }
+}
+
+}  // namespace
+
+void reference_attention(const Shape& shape, const Options& options, const float* q, const float* k,
+                         const float* v, double* o, double* lse, double* blend_magnitude) {
+  forward_rows<double>(shape, options, q, k, v, o, lse, blend_magnitude, nullptr, nullptr);
+}
+
+void reference_attention(const Shape& shape, const Options& options, const float* q, const float* k,
+                         const float* v, const ForwardConditioning& out) {
+  forward_rows<double>(shape, options, q, k, v, out.o, out.lse, out.blend_magnitude, out.row_sigma,
+                       out.row_vmax);
+}
+
+void plain_attention(const Shape& shape, const Options& options, const float* q, const float* k,
+                     const float* v, float* o) {
+  forward_rows<float>(shape, options, q, k, v, o, nullptr, nullptr, nullptr, nullptr);
 }
 
 namespace {

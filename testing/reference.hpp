@@ -12,9 +12,31 @@ namespace attnbench {
 // The float64 oracle: the three steps written plainly (score every key, normalise with the row
 // max subtracted, blend the values), one query row at a time. Not a kernel; the truth tests compare
 // against. `o` has shape.q_elements() elements; `lse`, if not null, batch x q_heads x q_len (each
-// row's log-sum-exp, as Tensors::lse). Validates the shape and options; throws Error.
+// row's log-sum-exp, as Tensors::lse); `blend_magnitude`, if not null, o's shape: each element's
+// sum_j p_j |v_jc|, the size of the terms the blend adds (the forward criterion's floor, in
+// testing/error_bound.hpp). Validates the shape and options; throws Error.
 void reference_attention(const Shape& shape, const Options& options, const float* q, const float* k,
-                         const float* v, double* o, double* lse = nullptr);
+                         const float* v, double* o, double* lse = nullptr,
+                         double* blend_magnitude = nullptr);
+
+// The oracle with what the forward's criteria read off the inputs, in one pass: `o`, `lse` and
+// `blend_magnitude` as above; per query row (batch x q_heads x q_len), `row_sigma`, |scale| max_j
+// sum_c |q_c k_jc| over its visible keys, and `row_vmax`, max |v_jc| over them (each optional).
+struct ForwardConditioning {
+  double* o = nullptr;
+  double* lse = nullptr;
+  double* blend_magnitude = nullptr;
+  double* row_sigma = nullptr;
+  double* row_vmax = nullptr;
+};
+void reference_attention(const Shape& shape, const Options& options, const float* q, const float* k,
+                         const float* v, const ForwardConditioning& out);
+
+// The same three steps in the same order in float32 throughout (float scores, float exp, float
+// sums): how much plain float32 arithmetic itself errs on a problem, the yardstick of the forward
+// criterion (testing/error_bound.hpp's compare_with_plain). Validates; throws Error.
+void plain_attention(const Shape& shape, const Options& options, const float* q, const float* k,
+                     const float* v, float* o);
 
 // The backward oracle, as plainly: per query row, the weights p_j as reference_attention computes
 // them, dp_j = dO_i . v_j, D = sum_j p_j dp_j, ds_j = p_j (dp_j - D), then dV_j += p_j dO_i,
