@@ -3,6 +3,7 @@ alternating rounds; the JSON in Google Benchmark's schema."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -22,6 +23,7 @@ from .capi import Capi, OpenBlas
 from .forward import (Attnbench, NumpyInplace, NumpyTextbook, OnnxRuntimeMha, OpenVinoSdpa, TorchMatmul,
                       TorchSdpa)
 from . import passes
+from .isolation import Isolated
 from .libraries import onnxruntime, openvino, torch, torch_blas
 
 
@@ -164,6 +166,17 @@ def run_point(p: dict, contenders: list, capi: Capi, blas: OpenBlas, reps: int, 
     return entries
 
 
+def contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
+    """Every contender of the window, by pass; the forward's first is attnbench's."""
+    ours, torch_sdpa = Attnbench(capi, "tiled/simd"), TorchSdpa(blas)
+    return {"forward": [ours, NumpyTextbook(blas), NumpyInplace(blas), TorchMatmul(blas), torch_sdpa,
+                        OpenVinoSdpa(), OnnxRuntimeMha()],
+            "forward+backward": [passes.AttnbenchTraining(capi, ours.name, ours.description),
+                                 passes.TorchSdpaTraining(torch_sdpa.description)],
+            "decode": [passes.AttnbenchDecode(capi, ours.name, ours.description),
+                       passes.TorchSdpaDecode(torch_sdpa.description)]}
+
+
 def further_points(capi: Capi, preset: str, forward: list) -> list:
     """The preset's training-step points (its lengths, at the forward points' head dims and thread
     counts, not causal and causal) and decode points (the Llama layout over its cache lengths)."""
@@ -194,19 +207,18 @@ def main(argv=None) -> int:
     parser.add_argument("--out", required=True, help="the JSON file to write")
     parser.add_argument("--filter", default="", help="regex over benchmark names; others are not run")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="'all' threads")
+    parser.add_argument("--point-timeout", type=float, default=0,
+                        help="seconds a point's worker may take before it is ended (default: from the budget)")
+    parser.add_argument("--factory", default="attnbench_contenders.window:contenders_by_pass",
+                        help="module:function(capi, blas) -> {pass: [contenders]} the worker builds")
     args = parser.parse_args(argv)
 
     capi, blas = Capi(args.lib), OpenBlas()
     forward, reps, min_time, budget = capi.preset(args.preset, args.threads)
     points = [dict(p, **{"pass": "forward"}) for p in forward] + further_points(capi, args.preset, forward)
-    ours, torch_sdpa = Attnbench(capi, "tiled/simd"), TorchSdpa(blas)
-    contenders = [ours, NumpyTextbook(blas), NumpyInplace(blas), TorchMatmul(blas), torch_sdpa, OpenVinoSdpa(),
-                  OnnxRuntimeMha()]
-    by_pass = {"forward": contenders,
-               "forward+backward": [passes.AttnbenchTraining(capi, ours.name, ours.description),
-                                    passes.TorchSdpaTraining(torch_sdpa.description)],
-               "decode": [passes.AttnbenchDecode(capi, ours.name, ours.description),
-                          passes.TorchSdpaDecode(torch_sdpa.description)]}
+    module, function = args.factory.split(":")
+    by_pass = getattr(importlib.import_module(module), function)(capi, blas)
+    contenders = by_pass["forward"]
     keep = re.compile(args.filter) if args.filter else None
     context = {
         "date": datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds"),
@@ -220,20 +232,24 @@ def main(argv=None) -> int:
         "openblas_corename": blas.corename(), "openblas_config": blas.config(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
         "interleaving": "per point, rounds of every contender in a shuffled order, one repetition each",
+        "isolation": "every point in a worker process, kept while healthy; a crash or hang fails that point",
     }
     for c in contenders:
         context[f"contender {c.name}"] = json.dumps(c.description)
-    rng = random.Random(13)
     benchmarks = []
     start = time.perf_counter()
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    worker = Isolated(args.factory, args.lib)
     for i, p in enumerate(points):
-        chosen = [c for c in by_pass[p["pass"]] if keep is None or keep.search(point_name(c.name, p))]
-        if not chosen:
+        names = [c.name for c in by_pass.get(p["pass"], []) if keep is None or keep.search(point_name(c.name, p))]
+        if not names:
             continue
         log(f"[{i + 1}/{len(points)}] {p['pass']} n {p['n']} d {p['d']} threads {p['threads']} causal "
             f"{int(p['causal'])} ... {time.perf_counter() - start:.0f} s elapsed")
-        benchmarks += run_point(p, chosen, capi, blas, reps, min_time, budget, rng, log)
+        # A point's time: its checks, then per contender a warm-up and reps calls within the budget.
+        timeout = args.point_timeout or 120 + 4 * reps * len(names) * max(budget, min_time)
+        benchmarks += worker.run(p, names, reps, min_time, budget, 13 + i, timeout, log, error_entry, point_name)
+    worker.close()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"context": context, "benchmarks": benchmarks}, indent=1) + "\n")

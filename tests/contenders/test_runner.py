@@ -5,6 +5,7 @@ import json
 import os
 import random
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -133,6 +134,28 @@ class RunnerTest(unittest.TestCase):
                 self.assertTrue(mine[0]["label"], side.name)
                 pass_ = "/pass:forward+backward" if point["pass"] != "decode" else "/heads:8/kv_heads:2/"
                 self.assertIn(pass_, mine[0]["run_name"])
+
+    def _window(self, factory: str, threads: str) -> list:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "python_contenders.json"
+            contenders.main(["--preset", "quick", "--lib", CAPI, "--out", str(out), "--factory", factory,
+                             "--point-timeout", "20", "--filter", f"/n:256/d:64/threads:{threads}/causal:0$"])
+            return json.loads(out.read_text())["benchmarks"]
+
+    def test_a_crash_fails_its_point_and_the_window_goes_on(self):
+        entries = self._window("faulty_contenders:aborting", "[12]")
+        one = [e for e in entries if "/threads:1/" in e["run_name"]]
+        self.assertEqual(len(one), 2)  # both contenders of the point, each recorded failed with why
+        for e in one:
+            self.assertTrue(e["error_message"].startswith("failed: crashed: "), e["error_message"])
+        two = [e for e in entries if "/threads:2/" in e["run_name"]]  # the next point, a fresh worker
+        self.assertTrue(two and not any(e.get("error_occurred") for e in two), two)
+
+    def test_a_hang_fails_its_point_after_the_timeout(self):
+        start = time.perf_counter()
+        entries = self._window("faulty_contenders:hanging", "1")
+        self.assertLess(time.perf_counter() - start, 120)
+        self.assertEqual({e["error_message"].split(":")[1].strip() for e in entries}, {"hung"})
 
 
 if __name__ == "__main__":
