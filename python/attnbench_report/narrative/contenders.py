@@ -101,6 +101,35 @@ def section(doc: Document, windows: list, figures: dict) -> None:
                 [f"... and {len(reasons) - 12} more"] if len(reasons) > 12 else [])))
 
 
+def _fused_why(w, leads: list, fused: list) -> str:
+    """Against fused peers neither side writes the score matrix: what separates them is the work per
+    score (the exp, the register tile, the rescale) and how each spreads over the threads, which the
+    window measures as each one's speedup from one thread to all at the same point."""
+    text = (f"Where the strongest peer is fused too ({', '.join(fmt.code(k) for k in fused)}), both stream K and V "
+            "block by block and neither writes the score matrix: the lead is each kernel's work per score (its exp, "
+            "register tile and rescale) and its threading.")
+    threads = sorted({l.threads for l in leads})
+    if len(threads) < 2:
+        return text
+    one, all_ = threads[0], threads[-1]
+    scaling = []
+    for l in leads:
+        if l.threads != all_ or l.peer.kernel not in fused:
+            continue
+        def speedup(kernel):
+            rows = {r.threads: r for r in w.table.where(kernel=kernel, n=l.n, d=l.d, causal=l.causal) if not r.skipped}
+            return rows[all_].gflops_median / rows[one].gflops_median if one in rows and all_ in rows else None
+
+        ours, peer = speedup(l.ours.kernel), speedup(l.peer.kernel)
+        if ours and peer:
+            scaling.append(f"n = {l.n}, d = {l.d}{', causal' if l.causal else ''}: attnbench {fmt.ratio(ours)}, "
+                           f"{fmt.code(l.peer.kernel)} {fmt.ratio(peer)}")
+    if scaling:
+        text += (f" Speedup from {one} to {all_} threads at the same point (" + "; ".join(scaling[:6]) +
+                 (f"; {len(scaling) - 6} more" if len(scaling) > 6 else "") + ").")
+    return text
+
+
 def _why(w) -> str:
     leads = ac.leads(w)
     if not leads:
@@ -125,11 +154,14 @@ def _why(w) -> str:
         sentences.append("Every peer here writes the n × n score matrix and reads it back, where attnbench's tiled kernel keeps each key block's scores in "
                          "registers and L1/L2: the gap is that traffic plus the softmax's separate passes and the exp "
                          "each uses (see the list above).")
+    fused = sorted({k for k, f in peers_fused.items() if f})
+    if fused:
+        sentences.append(_fused_why(w, leads, fused))
     baseline = [l.baseline_over_peer for l in leads if l.baseline_over_peer is not None]
     if baseline:
         sentences.append(f"attnbench's own baseline reaches {fmt.ratio(min(baseline))} to {fmt.ratio(max(baseline))} "
                          "of the strongest peer.")
     core = w.context.get("openblas_corename")
-    if core:
+    if core and any(r.kernel.startswith(("numpy/", "naive/openblas")) for r in w.table):
         sentences.append(f"OpenBLAS ran its {fmt.code(core)} kernels here (its core detection for this CPU).")
     return " ".join(sentences)
