@@ -57,6 +57,34 @@ class WindowsTest(unittest.TestCase):
         self.assertIn("0.625x (`tiled/simd`, n = 64", line)  # the peer ahead is reported, not hidden
         self.assertIn("ahead at 1 of 2 points", line)
 
+    def windows(self, benchmarks, contenders):
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp, True)
+        shutil.copy(support.FIXTURE, tmp / "results.json")
+        context = {"attnbench_window": "python"}
+        context.update({f"contender {k}": v for k, v in contenders.items()})
+        (tmp / "python_contenders.json").write_text(json.dumps({"context": context, "benchmarks": benchmarks}))
+        return loader.load_windows(loader.load([tmp]).runs[0])
+
+    def test_each_pass_is_a_window_and_a_fused_peer_is_explained_by_threading(self):
+        decode = "q:1/kv:4096/heads:32/kv_heads:8/d:128"
+        ws = self.windows([
+            entry("ours/k/n:64/d:8/threads:1/causal:0", 1.0, 50.0),
+            entry("fused/peer/n:64/d:8/threads:1/causal:0", 1.0, 40.0),
+            entry("ours/k/n:64/d:8/threads:1/causal:0/pass:forward+backward", 1.0, 30.0),
+            entry("fused/peer/n:64/d:8/threads:1/causal:0/pass:forward+backward", 1.0, 20.0),
+            entry("ours/k/n:64/d:8/threads:2/causal:0/pass:forward+backward", 1.0, 57.0),
+            entry("fused/peer/n:64/d:8/threads:2/causal:0/pass:forward+backward", 1.0, 25.0),
+            entry(f"ours/k/{decode}/threads:1/causal:0", 1.0, 9.0),
+            entry(f"fused/peer/{decode}/threads:1/causal:0", 1.0, 3.0),
+        ], {"ours/k": describe("attnbench", True), "fused/peer": describe("peer", True)})
+        self.assertEqual([w.name for w in ws], ["python", "python, training step", "python, decode"])
+        self.assertEqual([len(w.table) for w in ws], [2, 4, 2])
+        self.assertEqual([[round(l.ratio, 3) for l in ac.leads(w)] for w in ws], [[1.25], [1.5, 2.28], [3.0]])
+        why = narrative_contenders._why(ws[1])
+        self.assertIn("fused too (`fused/peer`)", why)
+        self.assertIn("n = 64, d = 8: attnbench 1.90x, `fused/peer` 1.25x", why)
+
     def test_missing_unsupported_and_failed_are_statuses_with_reasons(self):
         w = self.window([
             entry("ours/k/n:64/d:8/threads:1/causal:1", 1.0, 50.0),
