@@ -61,6 +61,9 @@ class Document:
     title: str
     subtitle: str
     sections: list = field(default_factory=list)
+    # The header under the title: [label, value] pairs (machine, date, preset, version, commit, ...),
+    # shown as one row of a table, so a quoted report carries what it was measured on and built from.
+    header: list = field(default_factory=list)
 
     def section(self, title: str) -> Section:
         section = Section(title)

@@ -95,6 +95,32 @@ class Run:
         rows, _, keys = str(self.context.get("backward_check_shape", "")).partition("x")
         return f"{rows} × {keys} problem" if rows.isdigit() and keys.isdigit() else "small problem"
 
+    # --- provenance: what was measured, by which build -------------------------------------------
+    @property
+    def version(self) -> str | None:
+        """attnbench's version (`attnbench_version`, from project(VERSION)); None for a run recorded
+        before the benchmark wrote it."""
+        value = self.context.get("attnbench_version")
+        return str(value) if value else None
+
+    @property
+    def git_commit(self) -> str | None:
+        """The commit the benchmark was built from (`git_commit`, read at build time), "unknown" for a
+        build outside a git checkout; None for a run recorded before the benchmark wrote it."""
+        value = self.context.get("git_commit")
+        return str(value) if value else None
+
+    @property
+    def git_dirty(self) -> bool | None:
+        """Did tracked files differ from that commit when the benchmark was built (`git_dirty`)? None
+        when unknown or not recorded."""
+        return {"true": True, "false": False}.get(str(self.context.get("git_dirty", "")).lower())
+
+    @property
+    def preset(self) -> str | None:
+        value = self.context.get("attnbench_preset")
+        return str(value) if value else None
+
     def triad_gbs(self, threads: int) -> float | None:
         """Measured STREAM-like triad bandwidth for this thread count (GB/s)."""
         return self._number(f"triad_gbs_threads_{threads}")
@@ -435,6 +461,25 @@ def load(paths: Iterable[str | Path]) -> "Table":
 
 # The contenders' windows a study writes next to results.json (scripts/study.sh).
 WINDOW_FILES = ("contenders.json", "python_contenders.json")
+# Every other JSON a study writes next to results.json, the windows first (scripts/study.sh).
+STUDY_FILES = WINDOW_FILES + ("decode.json", "scaling.json", "phases.json", "constants.json")
+
+
+def study_contexts(run: Run) -> dict:
+    """{file name: JSON context} of the study's other files next to a run's results.json (those present
+    and readable), for the provenance each one records."""
+    out = {}
+    for name in STUDY_FILES:
+        path = run.path.parent / name
+        if path == run.path or not path.is_file():
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                context = json.load(f).get("context", {})
+        except (OSError, ValueError, AttributeError):
+            continue
+        out[name] = context if isinstance(context, dict) else {}
+    return out
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
                   f"`python -m attnbench_report` from `{run.path.name}` ({len(measured)} measured points, "
                   f"{len(table.skipped())} skipped); every number below is computed from that file"
                   + (f", those of the Concepts section from `{demo_data.FILE_NAME}` next to it." if demos else ".")),
+        header=narrative_method.header(table),
     )
     more = (narrative_backward.summary_item(table, all_threads), narrative_decode.summary_item(decode))
     narrative_overview.summary(doc, matrix, table, all_threads, tuple(item for item in more if item))

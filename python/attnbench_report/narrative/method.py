@@ -1,10 +1,109 @@
-"""How far to trust the numbers and how they are made: noise, skipped points, method."""
+"""How far to trust the numbers and how they are made: the report's header (machine, date, preset,
+version, commit), noise, skipped points, method."""
 from __future__ import annotations
 
 from .. import analysis
 from .. import formatting as fmt
 from ..document import Bullets, Document, Paragraph, Table
+from ..load import results as loader
+from ..load.results import Run
 from ..load.results import Table as Points
+
+NOT_RECORDED = "not recorded"
+SHORT_HASH = 12  # hex digits of a commit in the header (the method section gives the whole hash)
+
+
+# --- provenance ---------------------------------------------------------------------------------
+
+def commit_text(run: Run, short: bool = False) -> str:
+    """ "`f060f71acb8f`" (short) or the whole hash, saying so when the build's tree differed from it
+    (`git_dirty`); "not recorded" for a run from before the benchmark wrote its commit."""
+    commit = run.git_commit
+    if commit is None:
+        return NOT_RECORDED
+    if commit == "unknown":
+        return "unknown (built outside a git checkout)"
+    text = fmt.code(commit[:SHORT_HASH] if short else commit)
+    if run.git_dirty:
+        text += (", tracked files modified" if short else
+                 " with tracked files modified (the numbers may not be that commit's)")
+    return text
+
+
+def _build_of(context: dict) -> tuple:
+    return (context.get("git_commit"), context.get("git_dirty"), context.get("attnbench_version"))
+
+
+def study_builds(run: Run) -> tuple:
+    """The study's files next to the run, by the build they record against the run's own (commit,
+    dirty flag, version): (same: [file name], other: [(file name, commit or None)], unrecorded:
+    [file name], the files that record no build)."""
+    mine = _build_of(run.context)
+    same, other, unrecorded = [], [], []
+    for name, context in loader.study_contexts(run).items():
+        build = _build_of(context)
+        if not any(build):
+            unrecorded.append(name)
+        elif build == mine:
+            same.append(name)
+        else:
+            other.append((name, build[0]))
+    return same, other, unrecorded
+
+
+def other_builds(run: Run) -> list:
+    """[(file name, commit or None)] of the study's files that record another build than the run's."""
+    return study_builds(run)[1]
+
+
+def header(table: Points) -> list:
+    """The report's header, [label, value] pairs: what the run measured and which build measured it.
+    A run recorded before the benchmark wrote a field says so instead of leaving it out."""
+    run = table.runs[0]
+    ctx = run.context
+    machine = ctx.get("cpu_model", "unknown CPU")
+    if ctx.get("num_cpus"):
+        machine += f", {ctx['num_cpus']} CPUs"
+    if ctx.get("host_name"):
+        machine += f" ({ctx['host_name']})"
+    date = str(ctx.get("date", "")).replace("T", " ") or NOT_RECORDED
+    commit = commit_text(run, short=True)
+    others = other_builds(run)
+    if others:
+        commit += f"; {len(others)} other file(s) from another build"
+    return [["machine", machine], ["date", date], ["preset", run.preset or NOT_RECORDED],
+            ["attnbench", run.version or NOT_RECORDED], ["commit", commit],
+            ["compiler", ctx.get("compiler", NOT_RECORDED)]]
+
+
+def provenance_item(table: Points) -> str:
+    """The method section's bullet on the build: version, commit, compiler and flags, preset, and which
+    of the study's files next to the run record the same build, another, or none."""
+    run = table.runs[0]
+    ctx = run.context
+    build = []
+    if "compiler" in ctx:
+        build.append(f"compiler {ctx['compiler']}" + (f" ({fmt.code(ctx['cxx_flags'])})" if ctx.get("cxx_flags") else ""))
+    build.append(f"preset {fmt.code(run.preset) if run.preset else NOT_RECORDED}")
+    if run.git_commit is None and run.version is None:
+        text = (f"`{run.path.name}` predates the benchmark's provenance fields (`attnbench_version`, `git_commit`, "
+                f"`git_dirty`): the version and commit it was measured with are not recorded; "
+                + ", ".join(build) + ".")
+    else:
+        text = (f"Measured by attnbench {run.version or '(version not recorded)'} built from commit {commit_text(run)}; "
+                + ", ".join(build) + ".")
+    same, others, unrecorded = study_builds(run)
+    files = lambda names: ", ".join(f"`{name}`" for name in names)  # noqa: E731
+    if same:
+        text += f" {files(same)} next to it record{'s' if len(same) == 1 else ''} the same build."
+    if others:
+        text += (" Files next to it from another build: "
+                 + ", ".join(f"`{name}` ({fmt.code(commit[:SHORT_HASH]) if commit else 'another version'})"
+                             for name, commit in others)
+                 + "; a ratio between their points and this file's compares two builds.")
+    if unrecorded and run.git_commit is not None:
+        text += f" {files(unrecorded)} record{'s' if len(unrecorded) == 1 else ''} no build."
+    return text
 
 
 # --- noise and skipped --------------------------------------------------------------------------
@@ -93,4 +192,5 @@ def method(doc: Document, table: Points) -> None:
         f"independent accumulators and a STREAM-like triad, on 1 and {analysis.threads_all(table)} threads.",
         f"Source: `{run.path.name}` ({run.label}); the figures are written next to it as PNG (for this Markdown) and SVG "
         f"(inlined in report.html).",
+        provenance_item(table),
     ]))
