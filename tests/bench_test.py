@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from attnbench_report.load import results as loader  # the report's one loader
@@ -41,6 +42,52 @@ for preset, readings in (("quick", 1), ("full", 3)):
           interleaved.returncode == 0 and len(interleaved.stdout.split()) == 1 and re.fullmatch(
               rf"constants/threads:\d+/iterations:1/repeats:{readings}/real_time", interleaved.stdout.strip()),
           interleaved.stdout + interleaved.stderr[-500:])
+# The standard preset (scripts/study.sh --preset standard): its listing measures nothing, comes back in
+# seconds, and holds the points the report's targets are read at, in every window.
+standard = {}
+for window in ("", "--contenders", "--decode", "--scaling", "--phases"):
+    start = time.monotonic()
+    listed = subprocess.run([BINARY, "--preset=standard", *([window] if window else []), "--benchmark_list_tests=true"],
+                            capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - start
+    label = f"standard {window or 'matrix'}"
+    check(f"{label}: list exit", listed.returncode == 0, listed.stderr[-2000:])
+    check(f"{label}: a listing measures nothing", "measuring" not in listed.stderr, listed.stderr[-500:])
+    check(f"{label}: listed quickly", took < 30, f"{took:.1f} s")
+    check(f"{label}: the preset named", "preset standard," in listed.stderr, listed.stderr[-500:])
+    standard[window or "matrix"] = listed.stdout.split()
+    check(f"{label}: points listed", standard[window or "matrix"], "none")
+matrix_names = standard["matrix"]
+for kernel in ("tiled/simd/avx2", "tiled/simd/avx512f"):  # the curves to n = 16384, where the CPU runs them
+    if not any(n.startswith(kernel + "/") for n in names):
+        continue
+    for d in (64, 128):
+        for threads in ("1", "2") if any("/threads:2/" in n for n in names) else ("1",):
+            prefix = f"{kernel}/n:16384/d:{d}/threads:{threads}/causal:0/"
+            check(f"standard registers {prefix}", any(n.startswith(prefix) for n in matrix_names), "missing")
+for n in (1024, 4096):  # the backward's targets
+    prefix = f"tiled/scalar/n:{n}/d:128/threads:1/causal:0/pass:backward/"
+    check(f"standard registers {prefix}", any(n.startswith(prefix) for n in matrix_names), "missing")
+for n in (1024, 4096, 16384):  # the contenders' comparison lengths, both head dims
+    for d in (64, 128):
+        check(f"standard contenders at n = {n}, d = {d}",
+              any(f"/n:{n}/d:{d}/threads:1/causal:0/" in name for name in standard["--contenders"]), "missing")
+check("standard decode: prefill at n = 4096", any(n.startswith("prefill/") and "/n:4096/d:128/" in n
+                                                   for n in standard["--decode"]), str(standard["--decode"][:5]))
+check("standard decode: one head's K/V beyond the L3 (kv 65536: 64 MiB)",
+      any("/layout:head/" in n and "/kv:65536/" in n for n in standard["--decode"]), "missing")
+for n in (1024, 4096):
+    check(f"standard scaling at n = {n}", any(f"/n:{n}/d:128/pass:backward/" in name
+                                              for name in standard["--scaling"]) or
+          not any("/threads:2/" in name for name in names), str(standard["--scaling"]))
+    check(f"standard phases at n = {n}", any(f"/n:{n}/d:128/" in name for name in standard["--phases"]),
+          str(standard["--phases"]))
+check("the quick preset is smaller", len(names) < len(matrix_names), f"{len(names)} against {len(matrix_names)}")
+unknown = subprocess.run([BINARY, "--preset=medium", "--benchmark_list_tests=true"], capture_output=True, text=True,
+                         timeout=60)
+check("an unknown preset is refused, the three named", unknown.returncode == 2 and
+      "quick, standard or full" in unknown.stderr, unknown.stderr[-500:])
+
 backward_names = [n for n in names if "/pass:" in n]
 check("quick preset has backward points", backward_names, "none")
 for kernel in ("tiled/scalar", "naive/scalar"):
@@ -66,6 +113,22 @@ with tempfile.TemporaryDirectory() as tmp:
     check("run exit", run.returncode == 0, run.stderr[-2000:])
     context = json.loads(out.read_text())["context"]
     check("context names the check's shape", context.get("backward_check_shape") == "97x203", str(context)[:200])
+    # Provenance (bench/run_context.cpp): the version, the commit the build was made from, the compiler.
+    check("context has the version", re.fullmatch(r"\d+\.\d+\.\d+", context.get("attnbench_version", "")),
+          str(context.get("attnbench_version")))
+    check("context has the commit", re.fullmatch(r"[0-9a-f]{40}|unknown", context.get("git_commit", "")),
+          str(context.get("git_commit")))
+    check("context says whether the tree was dirty", context.get("git_dirty") in ("true", "false", "unknown"),
+          str(context.get("git_dirty")))
+    check("context has the compiler and flags", context.get("compiler") and context.get("cxx_flags"), str(context)[:200])
+    source = Path(BINARY).resolve().parents[2]  # <source>/build/bin/attnbench_bench
+    commit = context.get("git_commit", "")
+    if (source / ".git").exists() and re.fullmatch(r"[0-9a-f]{40}", commit):
+        # A commit of the source tree, HEAD or (when someone committed since the build) an ancestor.
+        ancestor = subprocess.run(["git", "-C", str(source), "merge-base", "--is-ancestor", commit, "HEAD"],
+                                  capture_output=True, text=True)
+        check("the commit is the source tree's HEAD or before it", ancestor.returncode == 0,
+              f"{commit}: {ancestor.stderr}")
     table = loader.load([out])
     check("three passes", table.passes() == ["forward", "backward", "forward+backward"], str(table.passes()))
     forward = table.one(pass_="forward")
@@ -129,8 +192,8 @@ with tempfile.TemporaryDirectory() as tmp:
     check("each point's fastest repetition, at most its median",
           len(minimums) == 2 and all(0 < minimums[b["run_name"]] <= b["real_time"] for b in medians),
           str(minimums))
-    calls = [line for line in run.stderr.splitlines() if line.startswith("[call ")]
-    check("progress counts calls", len(calls) >= 6, run.stderr[-1000:])
+    calls = [line for line in run.stderr.splitlines() if line.startswith("[quick call ")]
+    check("progress counts calls, naming the preset", len(calls) >= 6, run.stderr[-1000:])
 check("context says not interleaved", context.get("repetitions_interleaved") == "false",
       str(context.get("repetitions_interleaved")))
 
