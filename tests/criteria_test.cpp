@@ -231,6 +231,22 @@ TEST(Mutants, ScaleOffByATenthOfAPercent) {
   expect_rejected("scale off by 0.1 %, causal", mutant, {{1, 2, 1, 200, 1000, 128}}, true, 3);
 }
 
+// Calls row(at, i, visible) for query row i of every (batch, query head) that sees a key, at its
+// offsets `at`: the loop both float mutants below share.
+template <class Row>
+void for_each_row(const Problem& p, Row&& row) {
+  const Shape& s = p.shape;
+  for (std::size_t b = 0; b < s.batch; ++b) {
+    for (std::size_t h = 0; h < s.q_heads; ++h) {
+      const HeadOffsets at = head_offsets(s, b, h);
+      for (std::size_t i = 0; i < s.q_len; ++i) {
+        const std::size_t n = visible_keys(s, p.options.causal, i);
+        if (n != 0) row(at, i, n);
+      }
+    }
+  }
+}
+
 // Plain float32 attention, one row at a time, with a hook on each row's weights before the blend.
 std::vector<float> float_attention(const Problem& p,
                                    const std::function<void(std::vector<float>&)>& weights_hook) {
@@ -238,30 +254,22 @@ std::vector<float> float_attention(const Problem& p,
   const std::size_t d = s.head_dim;
   const float scale = effective_scale(s, p.options);
   std::vector<float> o(s.q_elements(), 0.0f), w(s.kv_len);
-  for (std::size_t b = 0; b < s.batch; ++b) {
-    for (std::size_t h = 0; h < s.q_heads; ++h) {
-      const HeadOffsets at = head_offsets(s, b, h);
-      for (std::size_t i = 0; i < s.q_len; ++i) {
-        const std::size_t n = visible_keys(s, p.options.causal, i);
-        if (n == 0) continue;
-        float m = -INFINITY, l = 0;
-        for (std::size_t j = 0; j < n; ++j) {
-          float dot = 0;
-          for (std::size_t c = 0; c < d; ++c) dot += p.q[at.q + i * d + c] * p.k[at.kv + j * d + c];
-          w[j] = scale * dot;
-          m = std::max(m, w[j]);
-        }
-        for (std::size_t j = 0; j < n; ++j) l += w[j] = std::exp(w[j] - m);
-        for (std::size_t j = 0; j < n; ++j) w[j] /= l;
-        std::vector<float> row(w.begin(), w.begin() + std::ptrdiff_t(n));
-        weights_hook(row);
-        for (std::size_t j = 0; j < n; ++j) {
-          for (std::size_t c = 0; c < d; ++c)
-            o[at.q + i * d + c] += row[j] * p.v[at.kv + j * d + c];
-        }
-      }
+  for_each_row(p, [&](const HeadOffsets& at, std::size_t i, std::size_t n) {
+    float m = -INFINITY, l = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      float dot = 0;
+      for (std::size_t c = 0; c < d; ++c) dot += p.q[at.q + i * d + c] * p.k[at.kv + j * d + c];
+      w[j] = scale * dot;
+      m = std::max(m, w[j]);
     }
-  }
+    for (std::size_t j = 0; j < n; ++j) l += w[j] = std::exp(w[j] - m);
+    for (std::size_t j = 0; j < n; ++j) w[j] /= l;
+    std::vector<float> row(w.begin(), w.begin() + std::ptrdiff_t(n));
+    weights_hook(row);
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t c = 0; c < d; ++c) o[at.q + i * d + c] += row[j] * p.v[at.kv + j * d + c];
+    }
+  });
   return o;
 }
 
@@ -313,40 +321,32 @@ std::vector<float> online_softmax(const Problem& p, std::size_t bad) {
   const std::size_t d = s.head_dim, Bc = 16;
   const float scale = effective_scale(s, p.options);
   std::vector<float> out(s.q_elements(), 0.0f), O(d);
-  for (std::size_t b = 0; b < s.batch; ++b) {
-    for (std::size_t h = 0; h < s.q_heads; ++h) {
-      const HeadOffsets at = head_offsets(s, b, h);
-      for (std::size_t i = 0; i < s.q_len; ++i) {
-        const std::size_t n = visible_keys(s, p.options.causal, i);
-        if (n == 0) continue;
-        float m = -INFINITY, l = 0;
-        std::fill(O.begin(), O.end(), 0.0f);
-        for (std::size_t j0 = 0; j0 < n; j0 += Bc) {
-          const std::size_t j1 = std::min(n, j0 + Bc);
-          float s_block[16], m_new = m;
-          for (std::size_t j = j0; j < j1; ++j) {
-            float dot = 0;
-            for (std::size_t c = 0; c < d; ++c)
-              dot += p.q[at.q + i * d + c] * p.k[at.kv + j * d + c];
-            s_block[j - j0] = scale * dot;
-            m_new = std::max(m_new, s_block[j - j0]);
-          }
-          const float rescale = std::exp(m - m_new);
-          l *= rescale;
-          if (i != bad) {
-            for (float& x : O) x *= rescale;  // O = O * exp(m_old - m_new)
-          }
-          for (std::size_t j = j0; j < j1; ++j) {
-            const float pj = std::exp(s_block[j - j0] - m_new);
-            l += pj;
-            for (std::size_t c = 0; c < d; ++c) O[c] += pj * p.v[at.kv + j * d + c];  // + P V
-          }
-          m = m_new;
-        }
-        for (std::size_t c = 0; c < d; ++c) out[at.q + i * d + c] = O[c] / l;
+  for_each_row(p, [&](const HeadOffsets& at, std::size_t i, std::size_t n) {
+    float m = -INFINITY, l = 0;
+    std::fill(O.begin(), O.end(), 0.0f);
+    for (std::size_t j0 = 0; j0 < n; j0 += Bc) {
+      const std::size_t j1 = std::min(n, j0 + Bc);
+      float s_block[16], m_new = m;
+      for (std::size_t j = j0; j < j1; ++j) {
+        float dot = 0;
+        for (std::size_t c = 0; c < d; ++c) dot += p.q[at.q + i * d + c] * p.k[at.kv + j * d + c];
+        s_block[j - j0] = scale * dot;
+        m_new = std::max(m_new, s_block[j - j0]);
       }
+      const float rescale = std::exp(m - m_new);
+      l *= rescale;
+      if (i != bad) {
+        for (float& x : O) x *= rescale;  // O = O * exp(m_old - m_new)
+      }
+      for (std::size_t j = j0; j < j1; ++j) {
+        const float pj = std::exp(s_block[j - j0] - m_new);
+        l += pj;
+        for (std::size_t c = 0; c < d; ++c) O[c] += pj * p.v[at.kv + j * d + c];  // + P V
+      }
+      m = m_new;
     }
-  }
+    for (std::size_t c = 0; c < d; ++c) out[at.q + i * d + c] = O[c] / l;
+  });
   return out;
 }
 

@@ -30,15 +30,19 @@ def describe(role, fused=False):
 
 
 class WindowsTest(unittest.TestCase):
-    def window(self, benchmarks, contenders):
+    def windows(self, benchmarks, contenders, name="contenders"):
+        """The windows the loader reads from one window file of these benchmarks and contenders."""
         tmp = Path(tempfile.mkdtemp())
         self.addCleanup(shutil.rmtree, tmp, True)
         shutil.copy(support.FIXTURE, tmp / "results.json")
-        context = {"attnbench_window": "contenders"}
+        context = {"attnbench_window": name}
         context.update({f"contender {k}": v for k, v in contenders.items()})
-        (tmp / "contenders.json").write_text(json.dumps({"context": context, "benchmarks": benchmarks}))
-        run = loader.load([tmp]).runs[0]
-        return loader.load_windows(run)[0]
+        file = "contenders.json" if name == "contenders" else "python_contenders.json"
+        (tmp / file).write_text(json.dumps({"context": context, "benchmarks": benchmarks}))
+        return loader.load_windows(loader.load([tmp]).runs[0])
+
+    def window(self, benchmarks, contenders):
+        return self.windows(benchmarks, contenders)[0]
 
     def test_roles_come_from_the_description_and_the_lead_is_over_the_fastest_peer(self):
         # A contender named like an attnbench kernel but described as a peer is a peer.
@@ -57,15 +61,6 @@ class WindowsTest(unittest.TestCase):
         self.assertIn("0.625x (`tiled/simd`, n = 64", line)  # the peer ahead is reported, not hidden
         self.assertIn("ahead at 1 of 2 points", line)
 
-    def windows(self, benchmarks, contenders):
-        tmp = Path(tempfile.mkdtemp())
-        self.addCleanup(shutil.rmtree, tmp, True)
-        shutil.copy(support.FIXTURE, tmp / "results.json")
-        context = {"attnbench_window": "python"}
-        context.update({f"contender {k}": v for k, v in contenders.items()})
-        (tmp / "python_contenders.json").write_text(json.dumps({"context": context, "benchmarks": benchmarks}))
-        return loader.load_windows(loader.load([tmp]).runs[0])
-
     def test_each_pass_is_a_window_and_a_fused_peer_is_explained_by_threading(self):
         decode = "q:1/kv:4096/heads:32/kv_heads:8/d:128"
         ws = self.windows([
@@ -77,7 +72,7 @@ class WindowsTest(unittest.TestCase):
             entry("fused/peer/n:64/d:8/threads:2/causal:0/pass:forward+backward", 1.0, 25.0),
             entry(f"ours/k/{decode}/threads:1/causal:0", 1.0, 9.0),
             entry(f"fused/peer/{decode}/threads:1/causal:0", 1.0, 3.0),
-        ], {"ours/k": describe("attnbench", True), "fused/peer": describe("peer", True)})
+        ], {"ours/k": describe("attnbench", True), "fused/peer": describe("peer", True)}, "python")
         self.assertEqual([w.name for w in ws], ["python", "python, training step", "python, decode"])
         self.assertEqual([len(w.table) for w in ws], [2, 4, 2])
         self.assertEqual([[round(l.ratio, 3) for l in ac.leads(w)] for w in ws], [[1.25], [1.5, 2.28], [3.0]])
