@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "attnbench_commit.hpp"  // generated at every build (cmake/git_commit.cmake)
 #include "contender.hpp"
 #include "oracle_check.hpp"
 
@@ -86,6 +87,11 @@ int attnbench_c_preset_pass(const char* name, int pass, std::size_t* out, std::s
 
 // The library's version (<attnbench/version.hpp>), for the runner's context.
 const char* attnbench_c_version() { return attnbench::kVersion; }
+
+// The commit this helper was built from and whether tracked files differed from it ("true",
+// "false" or "unknown"), as every attnbench_bench window records them (cmake/git_commit.cmake).
+const char* attnbench_c_git_commit() { return attnbench::build::kGitCommit; }
+const char* attnbench_c_git_dirty() { return attnbench::build::kGitDirty; }
 
 // The kernel registry entry `kernel` resolves to here ("tiled/simd" -> "tiled/simd/avx512f"), or
 // null for an unknown name.

@@ -23,6 +23,8 @@ class Capi:
             ctypes.c_size_t, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double),
             ctypes.POINTER(ctypes.c_double)]
         self.lib.attnbench_c_version.restype = ctypes.c_char_p
+        self.lib.attnbench_c_git_commit.restype = ctypes.c_char_p
+        self.lib.attnbench_c_git_dirty.restype = ctypes.c_char_p
         self.lib.attnbench_c_resolve.restype = ctypes.c_char_p
         self.lib.attnbench_c_resolve.argtypes = [ctypes.c_char_p]
         self.lib.attnbench_c_role.restype = ctypes.c_char_p
@@ -66,6 +68,12 @@ class Capi:
             raise SystemExit(f"contenders.py: --preset {name}: unknown preset (quick or full)")
         points = [{"n": n[i], "d": d[i], "causal": bool(causal[i]), "threads": t[i]} for i in range(count)]
         return points, reps.value, min_time.value, budget.value
+
+    def build(self) -> dict:
+        """The helper's build as the C++ windows' contexts give it: version, commit, dirty flag."""
+        return {"attnbench_version": self.lib.attnbench_c_version().decode(),
+                "git_commit": self.lib.attnbench_c_git_commit().decode(),
+                "git_dirty": self.lib.attnbench_c_git_dirty().decode()}
 
     def preset_pass(self, name: str, pass_: str) -> list[int]:
         """The preset's training-step lengths ("forward+backward") or decode cache lengths ("decode")."""

@@ -233,6 +233,7 @@ def main(argv=None) -> int:
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
         "interleaving": "per point, rounds of every contender in a shuffled order, one repetition each",
         "isolation": "every point in a worker process, kept while healthy; a crash or hang fails that point",
+        **capi.build(),
     }
     for c in contenders:
         context[f"contender {c.name}"] = json.dumps(c.description)
