@@ -33,7 +33,9 @@ std::array<std::size_t, 4> as_bhnd(std::string_view name, std::span<const std::s
 Shape shape_from_dims(std::span<const std::size_t> q, std::span<const std::size_t> k,
                       std::span<const std::size_t> v,
                       const std::array<std::string_view, 3>& names) {
-  const auto [q_name, k_name, v_name] = names;
+  // Named views, not a structured binding: clang 14 (the fuzz build) cannot capture one in a
+  // lambda.
+  const std::string_view q_name = names[0], k_name = names[1], v_name = names[2];
   const auto [qb, qh, qn, qd] = as_bhnd(q_name, q);
   const auto [kb, kh, kn, kd] = as_bhnd(k_name, k);
   as_bhnd(v_name, v);
