@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes the fuzzers' seed corpora: fuzz/corpus/attention/ and fuzz/corpus/npy/.
 
-    /usr/bin/python3 fuzz/make_seeds.py
+    .venv/bin/python fuzz/make_seeds.py
 
 The seeds are committed; this script says how each was made. Attention seeds follow the input
 layout documented in fuzz/attention_case.hpp; .npy seeds are numpy's own files (valid) and

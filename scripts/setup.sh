@@ -14,6 +14,7 @@ packages=(
   libtbb-dev                         # threads (oneTBB 2021.8)
   libgtest-dev                       # tests (GoogleTest 1.12)
   libbenchmark-dev libbenchmark-tools  # benchmarks (Google Benchmark 1.7.1, compare.py)
+  python3-scipy                      # compare.py's statistics (Debian's /usr/bin/python3 runs it)
   libopenblas-dev                    # the OpenBLAS baseline
   libdnnl-dev                        # contender: oneDNN 2.6 (bench/contender_onednn.cpp)
   libcli11-dev nlohmann-json3-dev    # command line, JSON

@@ -449,7 +449,7 @@ with tempfile.TemporaryDirectory() as tmp:
     with open(out, "rb") as f:
         check("failed run keeps old output", f.read() == b"keep me")
 
-# --- demos (src/demo/): every demo runs, prints its name and writes its numbers as JSON ------
+# --- demos (apps/demo/): every demo runs, prints its name and writes its numbers as JSON ------
 # --quick: the copy demo's training for a few steps (its full run takes tens of seconds, minutes
 # under the sanitizers; demo_test checks what it trains to).
 with tempfile.TemporaryDirectory() as tmp:

@@ -9,7 +9,7 @@
 //                 [--memory-budget BYTES] [--kv-dtype f32]
 //                                                   the kernel's forward (O, LSE), then its
 //                                                   backward
-//   attnbench demo NAME|all [--json FILE] [--quick] the attention module's experiments (src/demo/)
+//   attnbench demo NAME|all [--json FILE] [--quick] the attention module's experiments (apps/demo/)
 // Q and dO are float32 .npy files; K and V float32 or float16 (read exactly into float32).
 // Any bad input: one line on stderr naming what and where, exit code 2, no output file.
 #include <oneapi/tbb/global_control.h>

@@ -1,5 +1,5 @@
 // What the demo files share: running a kernel on small vectors, a reproducible RNG, the
-// table and JSON formatting, and a least-squares line. Internal to src/demo/; the public interface
+// table and JSON formatting, and a least-squares line. Internal to apps/demo/; the public interface
 // is demos.hpp.
 #pragma once
 

@@ -13,7 +13,7 @@
 // Each demo is one function returning a result struct with its numbers; print() writes it as a
 // small table, to_json() as the JSON object a report script draws from. Tests assert each
 // demo's claim on the structs (tests/demo_test.cpp). Each demo's three functions live in its own
-// file (src/demo/softmax.cpp, ...); demos.cpp lists the demos and runs them.
+// file (apps/demo/softmax.cpp, ...); demos.cpp lists the demos and runs them.
 #pragma once
 
 #include <array>

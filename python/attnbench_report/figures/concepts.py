@@ -1,5 +1,5 @@
 """The "Concepts" figures: one small figure per demo of `attnbench demo all --json demos.json`
-(src/demo/), each claim of the attention module drawn from the numbers this project's kernels gave:
+(apps/demo/), each claim of the attention module drawn from the numbers this project's kernels gave:
 
   concepts_softmax     naive exp/sum gives NaN on (1000, 999, 998), the stable softmax the weights of
                        (2, 1, 0); the worked example's bars and its 1.6x -> 2.2x sharpening

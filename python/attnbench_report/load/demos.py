@@ -1,4 +1,4 @@
-"""The demos' numbers: `attnbench demo all --json demos.json` (src/demo/) -> one dict per demo.
+"""The demos' numbers: `attnbench demo all --json demos.json` (apps/demo/) -> one dict per demo.
 
 Not benchmark JSON (load/results.py reads that): `{"demos": {NAME: {...}}}`, one object per demo that
 ran, inf and NaN written as the strings "inf", "-inf" and "nan". The report draws the "Concepts"

@@ -1,4 +1,4 @@
-"""The Concepts section: the demos of `attnbench demo all --json demos.json` (src/demo/) written up,
+"""The Concepts section: the demos of `attnbench demo all --json demos.json` (apps/demo/) written up,
 one paragraph and one figure per demo, every number read from demos.json (demos.load)."""
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def concepts(doc: Document, demos: dict, figures: dict) -> None:
     s = doc.section("Concepts")
     kernels = sorted({d.get("kernel") for d in demos.values() if d.get("kernel")})
     s.add(Paragraph(
-        "The attention module's experiments, each run on this machine by `attnbench demo all` (`src/demo/`) with "
+        "The attention module's experiments, each run on this machine by `attnbench demo all` (`apps/demo/`) with "
         "this project's kernels through `attention()`"
         + (f" ({', '.join(fmt.code(k) for k in kernels)} unless the figure says otherwise)" if kernels else "")
         + f", and drawn here from the numbers it wrote to `{demo_data.FILE_NAME}`. `demo_test` asserts each outcome "
