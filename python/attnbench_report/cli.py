@@ -40,6 +40,7 @@ from .figures import time as fig_time
 from .load import decode as loader_decode
 from .load import demos
 from .load import results as loader
+from .load import windows as load_windows
 
 PROG = "attnbench-report"
 FIGURES = (fig_time, fig_memory, fig_gflops, fig_heatmap, fig_speedup, fig_roofline, fig_threads)
@@ -63,7 +64,7 @@ def single_report(table: loader.Table, out_dir: Path) -> list:
     concepts = load_demos(table.runs[0].path)
     if concepts:  # the Concepts section: the demos' figures, when demos.json lies next to the JSON
         figures.update({f.stem: f for f in fig_concepts.draw(concepts, out_dir).values()})
-    windows = loader.load_windows(table.runs[0])  # contenders.json, python_contenders.json next to it
+    windows = load_windows.load_windows(table.runs[0])  # contenders.json, python_contenders.json next to it
     if any(len(w.table.measured()) for w in windows):
         written = fig_contenders.draw(windows, table.runs[0], out_dir)
         figures[written.stem] = written

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from .load import results as loader
+from .load import windows as load_windows
 
 MARKERS = ("<!-- results-table: begin (python -m attnbench_report.readme_table; do not edit by hand) -->",
            "<!-- results-table: end -->")
@@ -134,7 +135,7 @@ def table_markdown(run_dir: str | Path) -> str:
     run_dir = Path(run_dir)
     table = loader.load([run_dir])
     run = table.runs[0]
-    windows = {w.name: w for w in loader.load_windows(run)}
+    windows = {w.name: w for w in load_windows.load_windows(run)}
     label = run_dir.name
     date = str(run.context.get("date", ""))[:10] or "undated"
     peaks = _peaks(run)

@@ -27,7 +27,7 @@ from . import analysis
 from .analysis import contenders as ac
 from .analysis import throughput as analysis_throughput
 from . import formatting as fmt
-from .load import results as loader
+from .load import windows as load_windows_of
 from . import scaling
 from .load.results import Run, Table
 
@@ -150,7 +150,7 @@ def load_windows(run: Run) -> tuple:
     """The run's contenders' windows and scaling window, where it has them (a file that cannot be read
     is left out: raises nothing, the single-run report says what is wrong with it)."""
     try:
-        windows = loader.load_windows(run)
+        windows = load_windows_of.load_windows(run)
     except (OSError, ValueError):
         windows = []
     try:

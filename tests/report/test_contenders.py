@@ -1,6 +1,5 @@
 """The contenders' windows: the loader's statuses and roles, the leads over the strongest peer, and
 the report's section "Against the alternatives" built from a real quick run's windows."""
-import copy
 import json
 import shutil
 import tempfile
@@ -11,6 +10,7 @@ import support  # noqa: F401
 
 from attnbench_report.analysis import contenders as ac
 from attnbench_report.load import results as loader
+from attnbench_report.load import windows
 from attnbench_report.narrative import contenders as narrative_contenders
 from attnbench_report import cli as report
 
@@ -39,7 +39,7 @@ class WindowsTest(unittest.TestCase):
         context.update({f"contender {k}": v for k, v in contenders.items()})
         file = "contenders.json" if name == "contenders" else "python_contenders.json"
         (tmp / file).write_text(json.dumps({"context": context, "benchmarks": benchmarks}))
-        return loader.load_windows(loader.load([tmp]).runs[0])
+        return windows.load_windows(loader.load([tmp]).runs[0])
 
     def window(self, benchmarks, contenders):
         return self.windows(benchmarks, contenders)[0]

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..load.results import Record, Window
+from ..load.results import Record
+from ..load.windows import Window
 
 OURS, BASELINE, PEER = "attnbench", "baseline", "peer"
 

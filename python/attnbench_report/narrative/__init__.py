@@ -34,7 +34,7 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
           decode=None, scaling_window=None, model=None, phases=None) -> Document:
     """figures: {stem: FigureFile} as written by the fig_* modules; demos: demos.load()'s numbers
     (their figures in `figures` too) for the Concepts section, or None to leave it out; windows: the
-    contenders' windows (loader.load_windows) for "Against the alternatives" and the headline; decode:
+    contenders' windows (load/windows.py) for "Against the alternatives" and the headline; decode:
     the decode window (loader_decode.load_next_to) for "Decoding against a KV cache", or None;
     scaling_window: the scaling window (scaling.load_next_to) for "Thread scaling in rounds", or None;
     model: the cost model (model.build) for "Where the time goes: a cost model", or None; phases: the
