@@ -1,0 +1,238 @@
+// What the extension module's two files share (attnbench_module.cpp: attention() and the
+// registry; kv_cache_binding.cpp: the KvCache class): NumPy arrays checked and read as the
+// library's tensors, argument errors naming the argument, the library's field names renamed to the
+// Python arguments, and the KvCache as Python holds it.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <attnbench/attnbench.hpp>
+
+namespace py = pybind11;
+
+namespace attnbench::python {
+
+[[noreturn]] inline void bad_value(const std::string& message) { throw py::value_error(message); }
+
+inline std::vector<py::ssize_t> shape_vector(const py::array& a) {
+  return std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim());
+}
+
+// "(2, 3)", as NumPy prints a shape.
+inline std::string shape_string(const py::array& a) {
+  return py::str(py::tuple(py::cast(shape_vector(a))));
+}
+
+// `arg` as a C-contiguous float32 array, without copying it.
+inline py::array float32_array(const py::handle& arg, const char* name) {
+  if (!py::isinstance<py::array>(arg)) {
+    throw py::type_error(std::string(name) + ": expected a numpy.ndarray of float32, got " +
+                         std::string(py::str(py::type::of(arg).attr("__name__"))));
+  }
+  auto a = py::reinterpret_borrow<py::array>(arg);
+  if (!a.dtype().is(py::dtype::of<float>())) {
+    throw py::type_error(std::string(name) + ": dtype " + std::string(py::str(a.dtype())) +
+                         ", expected float32 (convert with " + name + ".astype(np.float32))");
+  }
+  if (!(a.flags() & py::array::c_style)) {
+    bad_value(std::string(name) + ": not C-contiguous (strides " +
+              std::string(py::str(py::tuple(
+                  py::cast(std::vector<py::ssize_t>(a.strides(), a.strides() + a.ndim()))))) +
+              "); pass np.ascontiguousarray(" + name + ")");
+  }
+  return a;
+}
+
+// `arg` as a C-contiguous float32 array of rank 2 to 4, without copying it.
+inline py::array float32_input(const py::handle& arg, const char* name) {
+  py::array a = float32_array(arg, name);
+  if (a.ndim() < 2 || a.ndim() > 4) {
+    bad_value(std::string(name) + ": shape " + shape_string(a) + " has rank " +
+              std::to_string(a.ndim()) + ", expected (n, d), (h, n, d) or (b, h, n, d)");
+  }
+  return a;
+}
+
+// `a`'s shape must be `want`, the shape of `other`'s (or, for LSE, of its rows).
+inline void require_shape(const py::array& a, const char* name,
+                          const std::vector<py::ssize_t>& want, const std::string& what) {
+  if (shape_vector(a) != want) {
+    bad_value(std::string(name) + ": shape " + shape_string(a) + " must equal " + what + " " +
+              std::string(py::str(py::tuple(py::cast(want)))));
+  }
+}
+
+// (batch, heads, length, head_dim) of a rank-2..4 array.
+struct Dims {
+  std::size_t batch = 1, heads = 1, len = 0, dim = 0;
+};
+inline Dims dims_of(const py::array& a) {
+  const auto n = static_cast<std::size_t>(a.ndim());
+  Dims d;
+  d.dim = static_cast<std::size_t>(a.shape(n - 1));
+  d.len = static_cast<std::size_t>(a.shape(n - 2));
+  if (n >= 3) d.heads = static_cast<std::size_t>(a.shape(n - 3));
+  if (n == 4) d.batch = static_cast<std::size_t>(a.shape(0));
+  return d;
+}
+
+inline std::vector<std::size_t> dims_vector(const py::array& a) {
+  return std::vector<std::size_t>(a.shape(), a.shape() + a.ndim());
+}
+
+// The library's shape_from_dims, as the CLI uses it: attnbench.Error naming q, k or v.
+inline attnbench::Shape shape_of(const py::array& q, const py::array& k, const py::array& v) {
+  return attnbench::shape_from_dims(dims_vector(q), dims_vector(k), dims_vector(v));
+}
+
+inline const attnbench::Kernel& kernel_named(const std::optional<std::string>& name) {
+  if (!name) return attnbench::default_kernel();
+  if (const attnbench::Kernel* k = attnbench::find_kernel(*name)) return *k;
+  bad_value("kernel: '" + *name + "' is no registry kernel (attnbench.kernels() lists them)");
+}
+
+// One workspace per Python thread, kept between calls as a benchmark loop keeps it: a repeated
+// call of a shape reuses its scratch and pays no page faults (released at thread exit).
+inline attnbench::Workspace& thread_workspace() {
+  thread_local attnbench::Workspace ws;
+  return ws;
+}
+
+inline attnbench::Options options_of(bool causal, std::optional<double> scale,
+                                     std::optional<long long> threads) {
+  attnbench::Options options;
+  options.causal = causal;
+  if (scale) options.scale = static_cast<float>(*scale);
+  if (threads && *threads < 0) bad_value("threads: " + std::to_string(*threads) + " must be >= 0");
+  options.threads = threads ? static_cast<std::size_t>(*threads) : 0;  // None: every core
+  return options;
+}
+
+inline const float* floats(const py::array& a) { return static_cast<const float*>(a.data()); }
+
+inline std::string type_name(const py::handle& arg) {
+  return py::str(py::type::of(arg).attr("__name__"));
+}
+
+// A K/V storage type given as "f32", "f16", "bf16", or as a NumPy dtype or scalar type of
+// float32, float16 or bfloat16 (np.float16, ml_dtypes.bfloat16, np.dtype("float32")).
+inline attnbench::KvType kv_type_of(const py::handle& arg, const char* name) {
+  std::string text;
+  if (py::isinstance<py::str>(arg)) {
+    text = arg.cast<std::string>();
+  } else if (py::isinstance<py::dtype>(arg) || PyType_Check(arg.ptr())) {
+    try {
+      text = py::str(py::dtype::from_args(py::reinterpret_borrow<py::object>(arg)).attr("name"));
+    } catch (const py::error_already_set&) {
+      text.clear();  // not a NumPy type: reported below
+    }
+  }
+  if (text.empty()) {
+    throw py::type_error(std::string(name) + ": expected 'f32', 'f16' or 'bf16', got " +
+                         std::string(py::repr(arg)) + " (" + type_name(arg) + ")");
+  }
+  static const std::pair<std::string_view, std::string_view> numpy_names[] = {
+      {"float32", "f32"}, {"float16", "f16"}, {"bfloat16", "bf16"}};
+  for (const auto& [numpy_name, short_name] : numpy_names) {
+    if (text == numpy_name) text = short_name;
+  }
+  if (const auto type = attnbench::kv_type_from_string(text)) return *type;
+  bad_value(std::string(name) + ": '" + text + "' is no K/V storage type, expected 'f32', 'f16' " +
+            "or 'bf16'");
+}
+
+// A count argument as a size: Error (field and value) when it is below `least`.
+inline std::size_t count_of(long long value, const char* name, long long least) {
+  if (value < least) {
+    throw attnbench::Error(name, std::to_string(value),
+                           "must be at least " + std::to_string(least));
+  }
+  return static_cast<std::size_t>(value);
+}
+
+// Runs `call`, renaming the library's field in an Error to the Python argument it came from
+// (`renames`: library field -> argument), the rest of the message kept.
+using Rename = std::pair<std::string_view, const char*>;
+template <class Call>
+decltype(auto) with_argument_names(std::span<const Rename> renames, Call&& call) {
+  try {
+    return call();
+  } catch (const attnbench::Error& e) {
+    for (const auto& [field, argument] : renames) {
+      if (e.field() != field) continue;
+      // what() is "<field> = <value>: <why>"
+      const std::string why = std::string(e.what()).substr(field.size() + 3 + e.value().size() + 2);
+      throw attnbench::Error(argument, e.value(), why);
+    }
+    throw;
+  }
+}
+
+// One layer's K/V cache as Python holds it. The lock makes a cache safe to share between Python
+// threads (the C++ KvCache is not thread-safe while appending): calls read under a shared lock,
+// append, truncate and clear write under an exclusive one. A thread waits for the lock only with
+// the GIL released, so a lock holder that waits for the GIL cannot deadlock with it.
+struct PyKvCache {
+  std::unique_ptr<attnbench::KvCache> cache;
+  mutable std::shared_mutex mutex;
+};
+
+template <class Lock>
+Lock lock_without_gil(const PyKvCache& cache) {
+  Lock lock(cache.mutex, std::defer_lock);
+  py::gil_scoped_release unlocked;
+  lock.lock();
+  return lock;
+}
+using ReadLock = std::shared_lock<std::shared_mutex>;
+using WriteLock = std::unique_lock<std::shared_mutex>;
+
+// The calls' own names for the library's fields.
+inline constexpr Rename kCallRenames[] = {{"tensors.k", "k"},
+                                          {"tensors.v", "v"},
+                                          {"tensors.kv_cache", "cache"},
+                                          {"options.kv_type", "kv_dtype"}};
+
+// Q's batch, heads and head dim against the cache's (the library would name shape fields).
+inline attnbench::Shape shape_on_cache(const py::array& q, const attnbench::KvCache& cache) {
+  const Dims dq = dims_of(q);
+  if (dq.batch != cache.batch()) {
+    bad_value("q: batch " + std::to_string(dq.batch) + " (shape " + shape_string(q) +
+              ") must equal the cache's batch " + std::to_string(cache.batch()));
+  }
+  if (dq.dim != cache.head_dim()) {
+    bad_value("q: head dim " + std::to_string(dq.dim) + " must equal the cache's head_dim " +
+              std::to_string(cache.head_dim()));
+  }
+  if (dq.heads % cache.kv_heads() != 0) {
+    bad_value("q: " + std::to_string(dq.heads) + " heads (shape " + shape_string(q) +
+              ") must be a multiple of the cache's kv_heads " + std::to_string(cache.kv_heads()));
+  }
+  if (cache.length() == 0) {
+    bad_value("cache: holds no tokens (length 0); append K and V first");
+  }
+  return attnbench::Shape{dq.batch, dq.heads, cache.kv_heads(), dq.len, cache.length(), dq.dim};
+}
+
+// attention(q, ..., cache=): in attnbench_module.cpp.
+py::object attention(const py::handle& q_arg, const py::handle& k_arg, const py::handle& v_arg,
+                     bool causal, std::optional<double> scale,
+                     const std::optional<std::string>& kernel_name,
+                     std::optional<long long> threads, bool return_lse,
+                     const py::handle& kv_dtype_arg, const py::handle& cache_arg);
+// The class KvCache: in kv_cache_binding.cpp.
+void bind_kv_cache(py::module_& m);
+
+}  // namespace attnbench::python
