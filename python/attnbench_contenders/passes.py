@@ -24,6 +24,26 @@ from .libraries import TORCH_ERROR, torch
 CHECK_TRAINING_N = 256
 
 
+class _Ours:
+    """attnbench's side of a pass: a registry kernel through the C helper, described as the forward's."""
+
+    def __init__(self, capi: Capi, name: str, description: dict):
+        self.capi, self.name, self.description = capi, name, description
+        self.kernel = name.encode()
+
+
+class _Torch:
+    """PyTorch's side of a pass: scaled_dot_product_attention, described as the forward's."""
+
+    name = "torch/sdpa"
+
+    def __init__(self, description: dict):
+        self.description = description
+
+    def unsupported(self, point):
+        return "" if torch is not None else f"missing: PyTorch (torch, requirements.txt): {TORCH_ERROR}"
+
+
 class Training(Contender):
     """A contender's training step: prepare(point, q, k, v, d_o), run(), gradients()."""
 
@@ -38,10 +58,9 @@ class Training(Contender):
         self.d_o = None
 
 
-class AttnbenchTraining(Training):
+class AttnbenchTraining(_Ours, Training):
     def __init__(self, capi: Capi, name: str, description: dict):
-        self.capi, self.name, self.description = capi, name, description
-        self.kernel = name.encode()
+        super().__init__(capi, name, description)
         self.label = "forward (LSE), then attention_backward"
 
     def prepare(self, point, q, k, v, d_o=None):
@@ -59,15 +78,7 @@ class AttnbenchTraining(Training):
         return self.dq, self.dk, self.dv
 
 
-class TorchSdpaTraining(Training):
-    name = "torch/sdpa"
-
-    def __init__(self, description: dict):
-        self.description = description
-
-    def unsupported(self, point):
-        return "" if torch is not None else f"missing: PyTorch (torch, requirements.txt): {TORCH_ERROR}"
-
+class TorchSdpaTraining(_Torch, Training):
     def prepare(self, point, q, k, v, d_o=None):
         super().prepare(point, q, k, v, d_o)
         self.tq, self.tk, self.tv = (torch.from_numpy(x)[None, None].requires_grad_() for x in (q, k, v))
@@ -96,10 +107,9 @@ class Decode(Contender):
     passes = ("decode",)
 
 
-class AttnbenchDecode(Decode):
+class AttnbenchDecode(_Ours, Decode):
     def __init__(self, capi: Capi, name: str, description: dict):
-        self.capi, self.name, self.description = capi, name, description
-        self.kernel = name.encode()
+        super().__init__(capi, name, description)
         self.cache = None
         self.label = "attention() through a KvCache (f32), filled once per point"
 
@@ -121,15 +131,7 @@ class AttnbenchDecode(Decode):
         super().release()
 
 
-class TorchSdpaDecode(Decode):
-    name = "torch/sdpa"
-
-    def __init__(self, description: dict):
-        self.description = description
-
-    def unsupported(self, point):
-        return "" if torch is not None else f"missing: PyTorch (torch, requirements.txt): {TORCH_ERROR}"
-
+class TorchSdpaDecode(_Torch, Decode):
     def prepare(self, point, q, k, v):
         super().prepare(point, q, k, v)
         self.tq, self.tk, self.tv = (torch.from_numpy(x)[None] for x in (q, k, v))
