@@ -189,6 +189,20 @@ struct Simd : SimdSoftmax<Arch> {
     }
   }
 
+  // Q rows [0, rows) (d floats each) packed in groups of `group` <= MR rows, group k at
+  // out + k MR d as [d][MR]: the score micro-kernel's broadcasts then read one pointer at fixed
+  // offsets instead of one pointer per row (12 with AVX-512: more than the free general registers).
+  static void pack_q(const float* q, std::size_t rows, std::size_t group, std::size_t d,
+                     float* out) {
+    for (std::size_t g = 0; g < rows; g += group) {
+      const std::size_t mr = min_of(group, rows - g);
+      float* packed = out + g / group * MR * d;
+      for (std::size_t r = 0; r < mr; ++r) {
+        for (std::size_t c = 0; c < d; ++c) packed[c * MR + r] = q[(g + r) * d + c];
+      }
+    }
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Micro-kernels
   // ---------------------------------------------------------------------------------------------
@@ -214,9 +228,9 @@ struct Simd : SimdSoftmax<Arch> {
   // being half x % 2 of its packed panel x / 2 (raw dot products; the scale is applied by the
   // softmax pass). Each key's dot product runs over the head dimension in order whatever R, V and
   // first, so a row's scores do not depend on the tile that computes them.
-  template <std::size_t R, std::size_t V, class T>
-  static void score_tile(const float* q, std::size_t d, const T* kt, std::size_t first, float* s,
-                         std::size_t s_stride, bool streams = false) {
+  template <std::size_t R, std::size_t V, class T, class QS, class QT>
+  static void score_tile(const float* q, QS q_stride, QT q_step, std::size_t d, const T* kt,
+                         std::size_t first, float* s, std::size_t s_stride, bool streams = false) {
     const T* at[V];
 #pragma GCC unroll 8
     for (std::size_t x = 0; x < V; ++x) at[x] = kt + (first + x) / 2 * NR * d + (first + x) % 2 * W;
@@ -236,7 +250,7 @@ struct Simd : SimdSoftmax<Arch> {
       }
 #pragma GCC unroll 16
       for (std::size_t r = 0; r < R; ++r) {
-        const batch a(q[r * d + c]);
+        const batch a(q[r * q_stride + c * q_step]);
 #pragma GCC unroll 8
         for (std::size_t x = 0; x < V; ++x) acc[r][x] = xsimd::fma(a, k[x], acc[r][x]);
       }
@@ -253,10 +267,28 @@ struct Simd : SimdSoftmax<Arch> {
   // output columns (the O tile lives in registers for the whole key loop). `alpha` null: no
   // rescale. P[r][j] is p[r * p_stride + j * p_step]: p_step 1 for P itself, p_stride 1 for a P
   // stored transposed (the backward's P^T dO and dS^T Q read P and dS that way).
+  // NOTE: with a run-time stride the R rows' broadcasts need R pointers (or R multiples of the
+  // stride), more than the free general registers: the compiler spilled them and reloaded some
+  // from the stack on every key. The tiled forward's score tile therefore has one fixed row
+  // stride, kTileStride (the largest key block), and a P with that stride takes an instance whose
+  // broadcasts are one pointer plus fixed offsets (docs/studies/2026-12-06-instruction-limit.md).
+  static constexpr std::size_t kTileStride = kMaxKeyBlock;
   template <std::size_t R, std::size_t NV, class T>
   static void blend_tile(const float* p, std::size_t p_stride, const T* v, std::size_t v_stride,
                          std::size_t keys, const float* alpha, float* o, std::size_t o_stride,
                          std::size_t p_step = 1, bool streams = false) {
+    if (p_stride == kTileStride && p_step == 1) {
+      blend_tile_impl<R, NV>(p, std::integral_constant<std::size_t, kTileStride>{}, v, v_stride,
+                             keys, alpha, o, o_stride, std::integral_constant<std::size_t, 1>{},
+                             streams);
+    } else {
+      blend_tile_impl<R, NV>(p, p_stride, v, v_stride, keys, alpha, o, o_stride, p_step, streams);
+    }
+  }
+  template <std::size_t R, std::size_t NV, class T, class PS, class PT>
+  static void blend_tile_impl(const float* p, PS p_stride, const T* v, std::size_t v_stride,
+                              std::size_t keys, const float* alpha, float* o, std::size_t o_stride,
+                              PT p_step, bool streams) {
     batch acc[R][NV];
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) {
@@ -325,15 +357,26 @@ struct Simd : SimdSoftmax<Arch> {
   // tile_vectors(rows) vectors, the rest in tiles of 2 and 1.
   template <class T>
   static void score_rows(std::size_t rows, const float* q, std::size_t d, const T* kt,
-                         std::size_t panels, float* s, std::size_t s_stride, bool streams = false) {
+                         std::size_t panels, float* s, std::size_t s_stride, bool streams = false,
+                         bool q_packed = false) {
+    using One = std::integral_constant<std::size_t, 1>;
     with_rows(rows, [&](auto r) {
       constexpr std::size_t R = decltype(r)::value, V = tile_vectors(R);
-      const std::size_t vectors = 2 * panels;
-      std::size_t x = 0;
-      for (; x + V <= vectors; x += V) score_tile<R, V>(q, d, kt, x, s, s_stride, streams);
-      if constexpr (V > 2) {
-        for (; x + 2 <= vectors; x += 2) score_tile<R, 2>(q, d, kt, x, s, s_stride, streams);
-        if (x < vectors) score_tile<R, 1>(q, d, kt, x, s, s_stride, streams);
+      auto tiles = [&](auto q_stride, auto q_step) {
+        const std::size_t vectors = 2 * panels;
+        std::size_t x = 0;
+        for (; x + V <= vectors; x += V)
+          score_tile<R, V>(q, q_stride, q_step, d, kt, x, s, s_stride, streams);
+        if constexpr (V > 2) {
+          for (; x + 2 <= vectors; x += 2)
+            score_tile<R, 2>(q, q_stride, q_step, d, kt, x, s, s_stride, streams);
+          if (x < vectors) score_tile<R, 1>(q, q_stride, q_step, d, kt, x, s, s_stride, streams);
+        }
+      };
+      if (q_packed) {
+        tiles(One{}, std::integral_constant<std::size_t, MR>{});
+      } else {
+        tiles(d, One{});
       }
     });
   }
@@ -402,9 +445,9 @@ struct Simd : SimdSoftmax<Arch> {
   // the group reads them first, from beyond L2, and prefetches them whatever its rows).
   template <class T>
   static void score_group(const float* q, std::size_t mr, std::size_t d, const T* kt_block,
-                          std::size_t widest, float* s, std::size_t s_stride,
-                          bool streams = false) {
-    score_rows(mr, q, d, kt_block, (widest + NR - 1) / NR, s, s_stride, streams);
+                          std::size_t widest, float* s, std::size_t s_stride, bool streams = false,
+                          bool q_packed = false) {
+    score_rows(mr, q, d, kt_block, (widest + NR - 1) / NR, s, s_stride, streams, q_packed);
   }
 
   // O = O * alpha + P V for the group: all rows over the keys they share, then each row's ragged

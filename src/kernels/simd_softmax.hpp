@@ -157,6 +157,17 @@ struct SimdSoftmax : SimdStorage<Arch> {
   // inf): the largest score weighs 1, and every input keeps its semantics, exp(NaN) = NaN,
   // exp(inf - inf) = NaN. Without a fused FMA (SSE4.2) the argument is (scale s - m_ref) log2 e.
   static constexpr bool kFusedFma = !std::is_same_v<Arch, xsimd::sse4_2>;
+  // a x + b for scalars, rounded once where the ISA has an FMA. NOTE: never left to the compiler:
+  // GCC contracts a x + b into an FMA or not depending on how the caller was inlined, so the same
+  // row would round differently in two call paths (a row block split differently on 2 threads).
+  static float mul_add(float a, float x, float b) {
+#ifdef __FMA__
+    return __builtin_fmaf(a, x, b);
+#else
+    return a * x + b;  // no FMA instruction to contract into
+#endif
+  }
+
   // a x + b rounded once. xsimd 8.1's fma for avx512f is a multiply and an add, which GCC fuses
   // at -O3 but not at -O1 (the ASan build): the intrinsic, to be fused in every build.
   static batch fused_fma(batch a, batch x, batch b) {

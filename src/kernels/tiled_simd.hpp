@@ -9,9 +9,10 @@
 //   P = exp(scale S - m_new), l = l * exp(m - m_new) + rowsum P   (one pass, P over S)
 //   O = O * exp(m - m_new) + P V_block    (blend micro-kernel; the rescale fused into its load)
 // and at the end O /= l. A head whose K and V outgrow an L3 chunk is taken a chunk of keys at a
-// time by a super block of query blocks (Simd::l3_keys). Scratch: a score tile of 4 MR x Bc, the
-// accumulator and 2 floats of each row of a query block (of a super block for such a head); K and
-// V are read from the packed copy the driver made once.
+// time by a super block of query blocks (Simd::l3_keys). Scratch: a score tile of 4 MR rows of
+// Simd::kTileStride floats (Bc of them used), the accumulator, the packed Q rows (Simd::pack_q) and
+// 2 floats of each row of a query block (of a super block for such a head); K and V are read from
+// the packed copy the driver made once.
 #pragma once
 
 #include "kernels/simd_common.hpp"
@@ -39,6 +40,7 @@ struct TiledSimd : Simd<Arch> {
     const std::size_t d = head.head_dim;
     const std::size_t dp = S::padded_dim(d);
     const std::size_t Bc = S::key_block(dp);
+    constexpr std::size_t Ss = S::kTileStride;  // score tile row stride
     const std::size_t Br = S::query_block(dp);
     const T* kt = static_cast<const T*>(head.kv_packed);  // K^T panels
     const T* v = S::packed_v(kt, head.kv_capacity, d);
@@ -54,9 +56,9 @@ struct TiledSimd : Simd<Arch> {
     // studies/2026-12-02-decode.md).
     constexpr std::size_t kFewGroups = 4;
     // Scores of up to kFewGroups groups (a few-group row block keeps them all: `interleaved`)
-    float* s_tile = ws.take<float>(kFewGroups * MR * Bc);
+    float* s_tile = ws.take<float>(kFewGroups * MR * Ss);
     if constexpr (Phases != kAllPhases) {
-      for (std::size_t x = 0; x < kFewGroups * MR * Bc; ++x) s_tile[x] = 0.0f;
+      for (std::size_t x = 0; x < kFewGroups * MR * Ss; ++x) s_tile[x] = 0.0f;
     }
     // Br, or a super block of them (never more than the rows asked for: the scratch it sizes)
     const std::size_t Rs = min_of(S::super_rows(dp, head.kv_len), rows.end - rows.begin);
@@ -65,6 +67,9 @@ struct TiledSimd : Simd<Arch> {
     float* m_all = ws.take<float>(Rs);
     float* l_all = ws.take<float>(Rs);
     float* alpha = ws.take<float>(kFewGroups * MR);
+    // Q rows of a super block, packed query block by query block (each a whole number of groups)
+    const std::size_t q_block_floats = round_up(Br, MR) * d;
+    float* q_packed = ws.take<float>((Rs + Br - 1) / Br * q_block_floats);
     constexpr bool kWidens = !std::is_same_v<T, float>;
     float* kt_wide = kWidens ? ws.take<float>(round_up(Bc, S::NR) * d) : nullptr;
     float* v_wide = kWidens ? ws.take<float>(Bc * dp) : nullptr;
@@ -76,7 +81,7 @@ struct TiledSimd : Simd<Arch> {
                              float* m, float* l) {
       bool rescale = false;
       for (std::size_t r = 0; r < mr; ++r) {
-        float* s_r = s + r * Bc;
+        float* s_r = s + r * Ss;
         const float block_max = S::scale_and_max(s_r, seen.count[r], head.scale);
         const float m_new = block_max > m[r] ? block_max : m[r];
         const float m_ref = max_reference(m_new);
@@ -87,7 +92,7 @@ struct TiledSimd : Simd<Arch> {
           m[r] = m_new;
         }
         // l = l * exp(m_old - m_new) + rowsum(P)
-        l[r] = l[r] * a[r] + S::exp_and_sum(s_r, seen.count[r], head.scale, m_ref);
+        l[r] = S::mul_add(l[r], a[r], S::exp_and_sum(s_r, seen.count[r], head.scale, m_ref));
       }
       return rescale;
     };
@@ -96,8 +101,9 @@ struct TiledSimd : Simd<Arch> {
     // vb (stored, or widened to float32), the first group prefetching them if `first_streams`; the
     // rows' accumulator at o_acc, their max and sum at m and l. Group after group, each over the
     // whole block (scores, softmax, blend) in one MR x Bc score tile before the next.
-    auto block = [&](std::size_t i0, std::size_t br, std::size_t j0, std::size_t bc, const auto* kb,
-                     const auto* vb, bool first_streams, float* o_acc, float* m, float* l) {
+    auto block = [&](std::size_t i0, std::size_t br, const float* q_block, std::size_t j0,
+                     std::size_t bc, const auto* kb, const auto* vb, bool first_streams,
+                     float* o_acc, float* m, float* l) {
       const std::size_t group = row_group(br, MR);  // 16 rows: 8 + 8, not 12 + 4
       for (std::size_t g = 0; g < br; g += group) {
         const std::size_t mr = min_of(group, br - g);  // edge group: fewer rows
@@ -105,7 +111,8 @@ struct TiledSimd : Simd<Arch> {
         if (seen.widest == 0) continue;  // no row of the group sees this block
         const bool streams = first_streams && g == 0;
         if constexpr ((Phases & kScorePhase) != 0) {
-          S::score_group(head.q + (i0 + g) * d, mr, d, kb, seen.widest, s_tile, Bc, streams);
+          S::score_group(q_block + g / group * MR * d, mr, d, kb, seen.widest, s_tile, Ss, streams,
+                         true);
         }
         bool rescale = false;
         if constexpr ((Phases & kSoftmaxPhase) != 0) {
@@ -113,7 +120,7 @@ struct TiledSimd : Simd<Arch> {
         }
         // O = O * exp(m_old - m_new) + P V
         if constexpr ((Phases & kBlendPhase) != 0) {
-          S::blend_group(mr, seen, s_tile, Bc, vb, dp, rescale ? alpha : nullptr, o_acc + g * dp,
+          S::blend_group(mr, seen, s_tile, Ss, vb, dp, rescale ? alpha : nullptr, o_acc + g * dp,
                          streams);
         }
       }
@@ -140,7 +147,7 @@ struct TiledSimd : Simd<Arch> {
           const std::size_t np = min_of(kInterleavedPanels, panels - p0);
           for (std::size_t g = 0; g < br; g += group) {
             S::score_rows(min_of(group, br - g), head.q + (i0 + g) * d, d, kb + p0 * S::NR * d, np,
-                          s_tile + g * Bc + p0 * S::NR, Bc, g == 0);
+                          s_tile + g * Ss + p0 * S::NR, Ss, g == 0);
           }
         }
       }
@@ -148,7 +155,7 @@ struct TiledSimd : Simd<Arch> {
       if constexpr ((Phases & kSoftmaxPhase) != 0) {
         for (std::size_t g = 0; g < br; g += group) {
           const std::size_t mr = min_of(group, br - g);
-          rescale[g / group] = softmax_group(s_tile + g * Bc, alpha + g, mr,
+          rescale[g / group] = softmax_group(s_tile + g * Ss, alpha + g, mr,
                                              S::block_keys(head, i0 + g, mr, j0, bc), m + g, l + g);
         }
       }
@@ -157,7 +164,7 @@ struct TiledSimd : Simd<Arch> {
           const std::size_t run = min_of(S::kBlendKeys, bc - k0);
           for (std::size_t g = 0; g < br; g += group) {
             const float* a = k0 == 0 && rescale[g / group] ? alpha + g : nullptr;
-            S::blend_rows(min_of(group, br - g), s_tile + g * Bc + k0, Bc, vb + k0 * dp, dp, run, a,
+            S::blend_rows(min_of(group, br - g), s_tile + g * Ss + k0, Ss, vb + k0 * dp, dp, run, a,
                           o_acc + g * dp, 1, g == 0);
           }
         }
@@ -173,6 +180,11 @@ struct TiledSimd : Simd<Arch> {
         l_all[r] = 0.0f;
       }
       for (std::size_t x = 0; x < sr * dp; ++x) o_all[x] = 0.0f;
+      for (std::size_t i0 = s0; i0 < s0 + sr; i0 += Br) {
+        const std::size_t br = min_of(Br, s0 + sr - i0);
+        S::pack_q(head.q + i0 * d, br, row_group(br, MR), d,
+                  q_packed + (i0 - s0) / Br * q_block_floats);
+      }
       // Key blocks past the last row's visible keys lie wholly above the causal diagonal: skipped.
       const std::size_t super_last = min_of(head.widest_visible(s0, sr), keys.end);
       for (std::size_t c0 = keys.begin; c0 < super_last; c0 += Kc) {
@@ -180,6 +192,7 @@ struct TiledSimd : Simd<Arch> {
           const std::size_t br = min_of(Br, s0 + sr - i0);  // edge block: fewer rows
           const std::size_t last_key =
               min_of(min_of(head.widest_visible(i0, br), keys.end), c0 + Kc);
+          const float* q_block = q_packed + (i0 - s0) / Br * q_block_floats;
           float* o_acc = o_all + (i0 - s0) * dp;
           float* m = m_all + (i0 - s0);
           float* l = l_all + (i0 - s0);
@@ -189,11 +202,11 @@ struct TiledSimd : Simd<Arch> {
             if (kWidens && !few) {
               S::widen_block(kt + j0 * d, round_up(bc, S::NR) * d, kt_wide);
               S::widen_block(v + j0 * dp, bc * dp, v_wide);
-              block(i0, br, j0, bc, kt_wide, v_wide, false, o_acc, m, l);
+              block(i0, br, q_block, j0, bc, kt_wide, v_wide, false, o_acc, m, l);
             } else if (few && br > MR && head.visible_keys(i0) >= j0 + bc) {
               interleaved(i0, br, j0, bc, kt + j0 * d, v + j0 * dp, o_acc, m, l);
             } else {
-              block(i0, br, j0, bc, kt + j0 * d, v + j0 * dp, few, o_acc, m, l);
+              block(i0, br, q_block, j0, bc, kt + j0 * d, v + j0 * dp, few, o_acc, m, l);
             }
           }
         }
