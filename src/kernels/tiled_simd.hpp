@@ -44,8 +44,9 @@ struct TiledSimd : Simd<Arch> {
     const std::size_t Br = S::query_block(dp);
     const T* kt = static_cast<const T*>(head.kv_packed);  // K^T panels
     const T* v = S::packed_v(kt, head.kv_capacity, d);
-    // A row block of at most kFewGroups row groups (decoding several rows per query head: up to
-    // 48 folded rows with AVX-512, 24 with AVX2) does few FMAs per key block byte, and reads each
+    // A head of at most kFewGroups row groups (decoding several rows per query head: up to 48
+    // folded rows with AVX-512, 24 with AVX2; never a task of a longer head's rows, which a
+    // two-thread call cuts into 48-row tasks) does few FMAs per key block byte, and reads each
     // key block from beyond L2: its first group prefetches the block (as a group of at most
     // kStreamingRows always does), and reads it as stored, 16-bit included. A row block of more
     // groups (a prefill's query block) widens a 16-bit key block to float32 once (K^T panels and V
@@ -198,7 +199,7 @@ struct TiledSimd : Simd<Arch> {
           float* l = l_all + (i0 - s0);
           for (std::size_t j0 = c0; j0 < last_key; j0 += Bc) {
             const std::size_t bc = min_of(Bc, last_key - j0);  // edge block: fewer keys
-            const bool few = br <= kFewGroups * MR;
+            const bool few = br <= kFewGroups * MR && head.q_len <= kFewGroups * MR;
             if (kWidens && !few) {
               S::widen_block(kt + j0 * d, round_up(bc, S::NR) * d, kt_wide);
               S::widen_block(v + j0 * dp, bc * dp, v_wide);
