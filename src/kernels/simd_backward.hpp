@@ -86,6 +86,11 @@ struct SimdBackward : Simd<Arch> {
     return 32;
   }
   static constexpr std::size_t kMaxKeys = 96;
+  // Row stride of the tiled backward's P and dS tiles: a compile-time constant, so that dQ's
+  // blend broadcasts from one pointer at fixed offsets (Simd::blend_tile), and one cache line
+  // more than a key block, so that the rows fall in different L1 sets.
+  static constexpr std::size_t kBlockStride = kMaxKeys + 16;
+  static_assert(kBlockStride % W == 0, "tile rows must be whole vectors");
   static_assert(kMaxKeys % NR == 0 && 64 % NR == 0 && 32 % NR == 0,
                 "a key block must be whole panels");
 
@@ -105,13 +110,14 @@ struct SimdBackward : Simd<Arch> {
   // For the mr rows of one group (their Q and dO rows at q and d_o, their LSE and D at lse and
   // delta) against a key block (its K^T and V^T panels at kt and vt): P into p and dS into ds
   // (tiles of rows with `stride` floats), over each row's keys.count[r] keys and zero after them
-  // up to `fill` keys (a multiple of W).
+  // up to `fill` keys (a multiple of W). `packed`: q and d_o are the group's rows packed by
+  // Simd::pack_q.
   static void group_gradients(const float* q, const float* d_o, std::size_t d, const float* kt,
                               const float* vt, const float* lse, const float* delta, float scale,
                               std::size_t mr, const typename S::BlockKeys& keys, std::size_t fill,
-                              float* p, float* ds, std::size_t stride) {
-    S::score_group(q, mr, d, kt, keys.widest, p, stride);     // S = Q K^T
-    S::score_group(d_o, mr, d, vt, keys.widest, ds, stride);  // dP = dO V^T
+                              float* p, float* ds, std::size_t stride, bool packed = false) {
+    S::score_group(q, mr, d, kt, keys.widest, p, stride, false, packed);     // S = Q K^T
+    S::score_group(d_o, mr, d, vt, keys.widest, ds, stride, false, packed);  // dP = dO V^T
     const batch sc(scale);
     for (std::size_t r = 0; r < mr; ++r) {
       float* pr = p + r * stride;
@@ -143,17 +149,18 @@ struct SimdBackward : Simd<Arch> {
   // few more.
   static void blend_keys(const float* p, std::size_t stride, const float* b, std::size_t rows,
                          const std::size_t* first, std::size_t keys, std::size_t dp, float* acc) {
+    using One = std::integral_constant<std::size_t, 1>;  // P^T's keys: broadcasts at fixed offsets
     for (std::size_t k0 = 0; k0 < keys; k0 += MR) {
       const std::size_t kr = min_of(MR, keys - k0);
       const std::size_t common = first[k0 + kr - 1];
       if (common < rows) {
-        S::blend_rows(kr, p + common * stride + k0, 1, b + common * dp, dp, rows - common, nullptr,
-                      acc + k0 * dp, stride);
+        S::blend_rows(kr, p + common * stride + k0, One{}, b + common * dp, dp, rows - common,
+                      nullptr, acc + k0 * dp, stride);
       }
       for (std::size_t k = k0; k < k0 + kr; ++k) {
         if (first[k] < common) {
-          S::blend_rows(1, p + first[k] * stride + k, 1, b + first[k] * dp, dp, common - first[k],
-                        nullptr, acc + k * dp, stride);
+          S::blend_rows(1, p + first[k] * stride + k, One{}, b + first[k] * dp, dp,
+                        common - first[k], nullptr, acc + k * dp, stride);
         }
       }
     }
@@ -195,8 +202,12 @@ struct TiledSimdBackward : SimdBackward<Arch> {
     float* q_pad = ws.take<float>(Br * dp);
     float* d_o_pad = ws.take<float>(Br * dp);
     float* dq_part = ws.take<float>(Br * dp);
-    float* p_block = ws.take<float>(Br * Bk);  // P of the row block against the keys
-    float* ds_block = ws.take<float>(Br * Bk);
+    // P and dS of the row block against the keys, rows kBlockStride floats apart
+    constexpr std::integral_constant<std::size_t, B::kBlockStride> St{};
+    float* p_block = ws.take<float>(Br * St);
+    float* ds_block = ws.take<float>(Br * St);
+    float* q_packed = ws.take<float>(Br * d);  // the row block's Q and dO rows, Simd::pack_q
+    float* d_o_packed = ws.take<float>(Br * d);
     std::size_t* count = ws.take<std::size_t>(Br);
     std::size_t* first = ws.take<std::size_t>(Bk);
     for (std::size_t x = 0; x < bc * dp; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
@@ -222,6 +233,8 @@ struct TiledSimdBackward : SimdBackward<Arch> {
           B::pad_row(d_o + (i0 + r) * d, count[r] > 0, d, dp, d_o_pad + r * dp);
         }
         for (std::size_t x = 0; x < br * dp; ++x) dq_part[x] = 0.0f;
+        S::pack_q(q + i0 * d, br, MR, d, q_packed);
+        S::pack_q(d_o + i0 * d, br, MR, d, d_o_packed);
 
         for (std::size_t g0 = 0; g0 < br; g0 += MR) {
           const std::size_t mr = min_of(MR, br - g0);
@@ -232,11 +245,11 @@ struct TiledSimdBackward : SimdBackward<Arch> {
             seen.widest = seen.count[r] > seen.widest ? seen.count[r] : seen.widest;
           }
           // (A group that sees none of the keys still writes its zeros, which blend_keys reads.)
-          float* p = p_block + g0 * Bk;
-          float* ds = ds_block + g0 * Bk;
-          B::group_gradients(q + (i0 + g0) * d, d_o + (i0 + g0) * d, d, kt, vt, lse + i0 + g0,
-                             delta + i0 + g0, pb.scale, mr, seen, fill, p, ds, Bk);
-          S::blend_group(mr, seen, ds, Bk, k_rows, dp, nullptr, dq_part + g0 * dp);  // dQ += dS K
+          float* p = p_block + g0 * St;
+          float* ds = ds_block + g0 * St;
+          B::group_gradients(q_packed + g0 * d, d_o_packed + g0 * d, d, kt, vt, lse + i0 + g0,
+                             delta + i0 + g0, pb.scale, mr, seen, fill, p, ds, St, true);
+          S::blend_group(mr, seen, ds, St, k_rows, dp, nullptr, dq_part + g0 * dp);  // dQ += dS K
         }
 
         // The first row of the block that sees key k: past every row that sees some keys of the
@@ -246,8 +259,8 @@ struct TiledSimdBackward : SimdBackward<Arch> {
           if (count[r] == 0 || count[r] == bc) continue;
           for (std::size_t k = count[r]; k < bc; ++k) first[k] = r + 1;
         }
-        B::blend_keys(p_block, Bk, d_o_pad, br, first, bc, dp, dv_acc);  // dV += P^T dO
-        B::blend_keys(ds_block, Bk, q_pad, br, first, bc, dp, dk_acc);   // dK += dS^T Q
+        B::blend_keys(p_block, St, d_o_pad, br, first, bc, dp, dv_acc);  // dV += P^T dO
+        B::blend_keys(ds_block, St, q_pad, br, first, bc, dp, dk_acc);   // dK += dS^T Q
 
         pb.dq_order.wait(g, i0, block);
         for (std::size_t r = 0; r < br; ++r) {

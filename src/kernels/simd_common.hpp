@@ -269,26 +269,18 @@ struct Simd : SimdSoftmax<Arch> {
   // stored transposed (the backward's P^T dO and dS^T Q read P and dS that way).
   // NOTE: with a run-time stride the R rows' broadcasts need R pointers (or R multiples of the
   // stride), more than the free general registers: the compiler spilled them and reloaded some
-  // from the stack on every key. The tiled forward's score tile therefore has one fixed row
-  // stride, kTileStride (the largest key block), and a P with that stride takes an instance whose
-  // broadcasts are one pointer plus fixed offsets (docs/studies/2026-12-06-instruction-limit.md).
-  static constexpr std::size_t kTileStride = kMaxKeyBlock;
-  template <std::size_t R, std::size_t NV, class T>
-  static void blend_tile(const float* p, std::size_t p_stride, const T* v, std::size_t v_stride,
+  // from the stack on every key. So a stride may be a compile-time constant (PS a
+  // std::integral_constant), and the broadcasts are then one pointer plus fixed offsets: the tiled
+  // forward's score tile has rows kTileStride floats apart whatever the key block
+  // (docs/studies/2026-12-06-instruction-limit.md). The largest key block and one cache line
+  // more: rows of a tile shorter than the stride then fall in different L1 sets instead of a few
+  // (2 KiB apart, 48 rows would compete for the same 8 ways).
+  static constexpr std::size_t kTileStride = kMaxKeyBlock + 16;
+  static_assert(kTileStride % W == 0, "score tile rows must be whole vectors");
+  template <std::size_t R, std::size_t NV, class T, class PS>
+  static void blend_tile(const float* p, PS p_stride, const T* v, std::size_t v_stride,
                          std::size_t keys, const float* alpha, float* o, std::size_t o_stride,
                          std::size_t p_step = 1, bool streams = false) {
-    if (p_stride == kTileStride && p_step == 1) {
-      blend_tile_impl<R, NV>(p, std::integral_constant<std::size_t, kTileStride>{}, v, v_stride,
-                             keys, alpha, o, o_stride, std::integral_constant<std::size_t, 1>{},
-                             streams);
-    } else {
-      blend_tile_impl<R, NV>(p, p_stride, v, v_stride, keys, alpha, o, o_stride, p_step, streams);
-    }
-  }
-  template <std::size_t R, std::size_t NV, class T, class PS, class PT>
-  static void blend_tile_impl(const float* p, PS p_stride, const T* v, std::size_t v_stride,
-                              std::size_t keys, const float* alpha, float* o, std::size_t o_stride,
-                              PT p_step, bool streams) {
     batch acc[R][NV];
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) {
@@ -386,8 +378,8 @@ struct Simd : SimdSoftmax<Arch> {
   // decoding) once per column tile. The accumulators go through memory between runs (exactly),
   // so every row's FMAs keep their order.
   static constexpr std::size_t kBlendKeys = 64;
-  template <std::size_t R, class T>
-  static void blend_columns(const float* p, std::size_t p_stride, const T* v, std::size_t dp,
+  template <std::size_t R, class T, class PS>
+  static void blend_columns(const float* p, PS p_stride, const T* v, std::size_t dp,
                             std::size_t keys, const float* alpha, float* o, std::size_t p_step,
                             bool streams) {
     std::size_t k0 = 0;
@@ -412,10 +404,10 @@ struct Simd : SimdSoftmax<Arch> {
   }
 
   // O[rows][0..dp) (+)= P V over every padded column, for 1..MR rows.
-  template <class T>
-  static void blend_rows(std::size_t rows, const float* p, std::size_t p_stride, const T* v,
-                         std::size_t dp, std::size_t keys, const float* alpha, float* o,
-                         std::size_t p_step = 1, bool streams = false) {
+  template <class T, class PS>
+  static void blend_rows(std::size_t rows, const float* p, PS p_stride, const T* v, std::size_t dp,
+                         std::size_t keys, const float* alpha, float* o, std::size_t p_step = 1,
+                         bool streams = false) {
     with_rows(rows, [&](auto r) {
       blend_columns<decltype(r)::value>(p, p_stride, v, dp, keys, alpha, o, p_step, streams);
     });
@@ -453,10 +445,10 @@ struct Simd : SimdSoftmax<Arch> {
   // O = O * alpha + P V for the group: all rows over the keys they share, then each row's ragged
   // tail alone, so that no row ever multiplies a key it does not see (a masked key's V may hold
   // NaN, and 0 * NaN is NaN). Per row the FMAs run over keys in the same order either way.
-  template <class T>
-  static void blend_group(std::size_t mr, const BlockKeys& keys, const float* p,
-                          std::size_t p_stride, const T* v_block, std::size_t dp,
-                          const float* alpha, float* o_acc, bool streams = false) {
+  template <class T, class PS>
+  static void blend_group(std::size_t mr, const BlockKeys& keys, const float* p, PS p_stride,
+                          const T* v_block, std::size_t dp, const float* alpha, float* o_acc,
+                          bool streams = false) {
     if (keys.common > 0 || alpha != nullptr) {
       blend_rows(mr, p, p_stride, v_block, dp, keys.common, alpha, o_acc, 1, streams);
     }

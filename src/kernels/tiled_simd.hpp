@@ -40,7 +40,7 @@ struct TiledSimd : Simd<Arch> {
     const std::size_t d = head.head_dim;
     const std::size_t dp = S::padded_dim(d);
     const std::size_t Bc = S::key_block(dp);
-    constexpr std::size_t Ss = S::kTileStride;  // score tile row stride
+    constexpr std::integral_constant<std::size_t, S::kTileStride> Ss{};  // score tile row stride
     const std::size_t Br = S::query_block(dp);
     const T* kt = static_cast<const T*>(head.kv_packed);  // K^T panels
     const T* v = S::packed_v(kt, head.kv_capacity, d);
