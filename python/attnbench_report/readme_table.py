@@ -8,7 +8,8 @@ Reads the run's results.json (the matrix) and, where they lie beside it, the con
 forward points (one head, not causal, n = 1024, 4096, 16384 where measured, d = 64 and 128, one
 thread and all) each source gets a table: attnbench's fastest kernel at the point against each
 other contender of that source, GFLOP/s (median over repetitions) and its share of the FMA peak the
-run measured at that thread count. A ratio counts only within one source (docs/benchmarks.md), so
+run measured at that thread count; the lead over the strongest other from each side's fastest
+repetition (analysis/contenders.py). A ratio counts only within one source (docs/benchmarks.md), so
 the sources are never mixed in a row. A missing window, or a source without the points, is said in
 the text, not an error. The table sits in the README between the two MARKERS; docs_test checks that
 it equals this script's output for the committed run.
@@ -22,6 +23,7 @@ import sys
 from pathlib import Path
 
 from .load import results as loader
+from .analysis.contenders import comparable, speed
 from .load import windows as load_windows
 
 MARKERS = ("<!-- results-table: begin (python -m attnbench_report.readme_table; do not edit by hand) -->",
@@ -68,11 +70,13 @@ def _points(table, threads_all: int | None) -> list:
             if rows.where(n=n, d=d, threads=t).records]
 
 
-def _source_table(table, run, roles: dict, peak_context: dict) -> list:
-    """Markdown lines of one source's table, or [] when it has none of the points."""
+def _source_table(table, run, roles: dict, peak_context: dict) -> tuple:
+    """Markdown lines of one source's table ([] when it has none of the points) and how its last
+    column was taken ({"fastest"}, {"median"}, both, or empty)."""
     points = _points(table, run.threads_all)
+    bases = set()
     if not points:
-        return []
+        return [], bases
     kernels = table.values("kernel")
     others = [k for k in kernels if _role(k, roles) != "attnbench"]
     head = ["n", "d", "threads", "attnbench's fastest", "GFLOP/s (% of peak)"] + \
@@ -86,16 +90,19 @@ def _source_table(table, run, roles: dict, peak_context: dict) -> list:
             continue
         best = max(ours, key=lambda r: r.gflops_median)
         cells = [str(n), str(d), str(t), f"`{best.kernel}`", _cell(best.gflops_median, _pct_peak(best, peak))]
-        strongest = math.nan
+        fastest_ours = max(ours, key=speed)
+        lead = math.nan
         for k in others:
             r = at.one(kernel=k)
             g = r.gflops_median if r else math.nan
             cells.append(_cell(g, _pct_peak(r, peak) if r else math.nan))
             if not math.isnan(g):
-                strongest = g if math.isnan(strongest) else max(strongest, g)
-        cells.append(f"{best.gflops_median / strongest:.2f}x" if not math.isnan(strongest) else "–")
+                ours_g, other_g, basis = comparable(fastest_ours, r)
+                bases.add(basis)
+                lead = ours_g / other_g if math.isnan(lead) else min(lead, ours_g / other_g)
+        cells.append(f"{lead:.2f}x" if not math.isnan(lead) else "–")
         lines.append("| " + " | ".join(cells) + " |")
-    return lines if len(lines) > 2 else []
+    return (lines if len(lines) > 2 else []), bases
 
 
 def _commit(run) -> str:
@@ -145,8 +152,10 @@ def table_markdown(run_dir: str | Path) -> str:
     out = [f"Run {where} (preset "
            f"`{run.context.get('attnbench_preset', '?')}`), {date}, {_machine(run)}; commit: {_commit(run)}. "
            f"GFLOP/s are medians over repetitions, forward pass, one head, not causal; the share is of "
-           f"the FMA peak the run measured ({peak_text or 'not recorded'}). A ratio is read within one "
-           f"source, never across."]
+           f"the FMA peak the run measured ({peak_text or 'not recorded'}). The last column divides each "
+           f"side's fastest repetition where the source records one (these points are compute-bound: noise "
+           f"on a shared host only adds time), else the medians. A ratio is read within one source, never "
+           f"across."]
     absent = []
     for name, title in SOURCES:
         if name == "matrix":
@@ -160,11 +169,13 @@ def table_markdown(run_dir: str | Path) -> str:
             continue
         window_run = loader.Run(index=0, label=label, path=run.path, context=context)
         peak_context = {t: window_run.fma_peak_gflops(t) or peaks.get(t) for t in peaks}
-        lines = _source_table(source_table, run, roles, peak_context)
+        lines, bases = _source_table(source_table, run, roles, peak_context)
         if not lines:
             absent.append(f"{title} (none of the points)")
             continue
-        out += ["", f"From {title}:", ""] + lines
+        basis = "" if bases == {"fastest"} else " (its last column: medians, as it records no fastest repetition)" \
+            if bases == {"median"} else " (its last column: fastest repetitions where recorded, else medians)"
+        out += ["", f"From {title}{basis}:", ""] + lines
     if absent:
         out += ["", "Not in this run: " + "; ".join(absent) + "."]
     return "\n".join(out) + "\n"

@@ -80,6 +80,29 @@ class WindowsTest(unittest.TestCase):
         self.assertIn("fused too (`fused/peer`)", why)
         self.assertIn("n = 64, d = 8: attnbench 1.90x, `fused/peer` 1.25x", why)
 
+    def test_a_compute_bound_lead_divides_the_fastest_repetitions_a_decode_lead_the_medians(self):
+        decode = "q:1/kv:4096/heads:32/kv_heads:8/d:128"
+
+        def reps(name, times, flops=4e9):  # GFLOP/s of each repetition: flops / time
+            return [dict(entry(name, t, flops / t / 1e6, rep=i), flops_per_call=flops, repetitions=len(times))
+                    for i, t in enumerate(times)]
+
+        w, _, dw = self.windows(
+            reps("ours/k/n:64/d:8/threads:1/causal:0", [10.0, 14.0, 15.0])      # median 14, fastest 10
+            + reps("fused/peer/n:64/d:8/threads:1/causal:0", [12.0, 12.5, 13.0])  # median 12.5, fastest 12
+            + reps("ours/k/n:64/d:8/threads:1/causal:0/pass:forward+backward", [10.0, 11.0, 12.0])
+            + [entry("fused/peer/n:64/d:8/threads:1/causal:0/pass:forward+backward", 11.0, 363.6)]  # no flops
+            + reps(f"ours/k/{decode}/threads:1/causal:0", [1.0, 2.0, 2.0])
+            + reps(f"fused/peer/{decode}/threads:1/causal:0", [1.5, 1.5, 1.5]),
+            {"ours/k": describe("attnbench", True), "fused/peer": describe("peer", True)}, "python")
+        (lead,) = ac.leads(w)
+        self.assertEqual(lead.basis, "fastest")
+        self.assertAlmostEqual(lead.ratio, 12.0 / 10.0)  # the medians would say 12.5 / 14 < 1
+        (decode_lead,) = ac.leads(dw)
+        self.assertEqual(decode_lead.basis, "median")  # memory-bound: the medians
+        self.assertAlmostEqual(decode_lead.ratio, 1.5 / 2.0)
+        self.assertIn("fastest repetition", narrative_contenders._basis(w))
+
     def test_missing_unsupported_and_failed_are_statuses_with_reasons(self):
         w = self.window([
             entry("ours/k/n:64/d:8/threads:1/causal:1", 1.0, 50.0),

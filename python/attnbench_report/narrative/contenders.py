@@ -92,13 +92,23 @@ def section(doc: Document, windows: list, figures: dict) -> None:
                 [f"{fmt.ratio(lead.ratio)} over {fmt.code(lead.peer.kernel)}"] if lead else ["—"]))
         s.add(Table(["n", "d", "threads", "causal"] + [fmt.code(n) for n in names] + ["attnbench / strongest peer"],
                     rows, align="rrrl" + "r" * len(names) + "l",
-                    caption=f"GFLOP/s (median of the repetitions) in the {w.name} window."))
+                    caption=f"GFLOP/s (median of the repetitions) in the {w.name} window. " + _basis(w)))
         s.add(Paragraph(_why(w)))
         missing = ac.not_measured(w)
         if missing:
             reasons = sorted({f"{fmt.code(r.kernel)}: {r.skip_reason}" for r in missing})
             s.add(Paragraph(f"Not timed in the {w.name} window ({len(missing)} points):"), Bullets(reasons[:12] + (
                 [f"... and {len(reasons) - 12} more"] if len(reasons) > 12 else [])))
+
+
+def _basis(w) -> str:
+    """How the window's last column was taken."""
+    bases = {lead.basis for lead in ac.leads(w)}
+    if bases == {"median"}:
+        return "The last column divides the medians."
+    text = ("The last column divides each side's fastest repetition (the points are compute-bound: noise on a "
+            "shared host only adds time)")
+    return text + ("; the medians at decode points." if "median" in bases else ".")
 
 
 def _fused_why(w, leads: list, fused: list) -> str:
