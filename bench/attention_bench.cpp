@@ -61,6 +61,7 @@
 #include "progress_reporter.hpp"
 #include "run_context.hpp"
 #include "scaling_window.hpp"
+#include "window_support.hpp"
 
 namespace {
 
@@ -249,10 +250,6 @@ void run_point(benchmark::State& state, Point p, std::string skip_reason) {
     attnbench::bench::add_cost_counters(state, *p.kernel, shape, options);
 }
 
-double fastest(const std::vector<double>& v) {
-  return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
-}
-
 // Every benchmark's predicted seconds (from a calibration call per kernel), for skipping points
 // over the budget and for the progress line's ETA.
 std::map<std::string, double> g_predicted;
@@ -419,7 +416,7 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
     b->ReportAggregatesOnly(true);
     // The fastest repetition beside Google Benchmark's mean, median and CV: the report's verdicts
     // compare minimums (noise only adds time to a compute-bound call).
-    b->ComputeStatistics("min", fastest);
+    b->ComputeStatistics("min", attnbench::bench::fastest);
     // A long call runs one iteration per repetition; shorter ones run for --benchmark_min_time.
     if (call > min_time) b->Iterations(1);
     const double per_rep = skip.empty() ? std::max(call, min_time) : 0;

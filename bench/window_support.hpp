@@ -1,4 +1,4 @@
-// Small helpers the benchmark's windows share (decode_window.cpp, scaling_window.cpp).
+// Small helpers the benchmark's windows share (matrix, contenders, decode and scaling windows).
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -18,6 +18,13 @@ inline void skip_all(benchmark::State& state, const std::string& message) {
 }
 
 // The upper median (the middle element of an odd count).
+// The fastest of a point's repetitions, as a Google Benchmark statistic ("min"): a compute-bound
+// call only gains time from a neighbour on the host, so comparisons read it (the report's
+// analysis/contenders.py).
+inline double fastest(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
+}
+
 inline double median(std::vector<double> xs) {
   std::sort(xs.begin(), xs.end());
   return xs[xs.size() / 2];
