@@ -373,18 +373,21 @@ struct Simd : SimdSoftmax<Arch> {
     });
   }
 
-  // NOTE: keys in runs of kBlendKeys, every column tile over one run before the next, so that the
-  // run's V rows stay in L1 across the column tiles instead of streaming from L2 (or memory,
-  // decoding) once per column tile. The accumulators go through memory between runs (exactly),
-  // so every row's FMAs keep their order.
+  // NOTE: keys in runs of kBlendRun, every column tile over one run before the next, so that the
+  // run's P (R rows of kBlendRun floats) stays in L1 across the column tiles. A tile loads and
+  // stores its accumulators once per run: runs of 64 keys spent up to 7 % of the blend on that
+  // with AVX2's 6-row tiles (docs/studies/2026-12-06-instruction-limit.md). The accumulators go
+  // through memory between runs (exactly), so every row's FMAs keep their order. kBlendKeys is
+  // the decode path's run (tiled_simd.hpp) and the blend's prefetch distance.
   static constexpr std::size_t kBlendKeys = 64;
+  static constexpr std::size_t kBlendRun = 256;
   template <std::size_t R, class T, class PS>
   static void blend_columns(const float* p, PS p_stride, const T* v, std::size_t dp,
                             std::size_t keys, const float* alpha, float* o, std::size_t p_step,
                             bool streams) {
     std::size_t k0 = 0;
     do {  // at least once: with no keys, the pass only rescales by alpha
-      const std::size_t run = min_of(kBlendKeys, keys - k0);
+      const std::size_t run = min_of(kBlendRun, keys - k0);
       const float* a = k0 == 0 ? alpha : nullptr;
       const float* pk = p + k0 * p_step;
       const T* vk = v + k0 * dp;
