@@ -22,6 +22,10 @@ FmaPeak measure_fma_peak(std::size_t threads);
 // has them.
 std::vector<FmaPeak> measure_fma_peaks(std::size_t threads, bool with_scalar);
 
+// The bfloat16 product peak: register-only vdpbf16ps chains (AVX512_BF16), a product and its add
+// 2 FLOPs, as a bf16-products kernel's FLOPs count; {0, "none"} where the CPU lacks the ISA.
+FmaPeak measure_bf16_peak(std::size_t threads);
+
 // Runs work(thread) on `threads` threads released together (each warmed up by one untimed run
 // first); returns the sum of their results over the seconds until the last one finished. With
 // `cpus`, thread t runs pinned to cpus[t] (as many as threads).

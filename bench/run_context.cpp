@@ -91,6 +91,14 @@ void add_run_context(const std::string& preset, std::size_t all_threads, const s
     AddCustomContext("triad_gbs" + suffix, std::to_string(triad));
     std::fprintf(stderr, "  %zu thread(s): FMA peak %.1f GFLOP/s (%s), triad %.1f GB/s\n", t,
                  peak.gflops, peak.isa.c_str(), triad);
+    // The bf16 kernels' ceiling, where the CPU has one (vdpbf16ps).
+    const auto bf16 = measure_bf16_peak(t);
+    if (bf16.gflops > 0) {
+      AddCustomContext("bf16_peak_gflops" + suffix, std::to_string(bf16.gflops));
+      AddCustomContext("bf16_peak_isa" + suffix, bf16.isa);
+      std::fprintf(stderr, "  %zu thread(s): bf16 product peak %.1f GFLOP/s (%s)\n", t, bf16.gflops,
+                   bf16.isa.c_str());
+    }
   }
   // The cost model's constants, for the matrix's points (the report's model section).
   if (window != "matrix") return;

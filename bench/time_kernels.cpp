@@ -37,6 +37,13 @@ int main(int argc, char** argv) {
   const attnbench::bench::FmaPeak peak = attnbench::bench::measure_fma_peak(workers);
   std::printf("# measured fp32 FMA peak on %zu thread(s): %.1f GFLOP/s (%s)\n", workers,
               peak.gflops, peak.isa.c_str());
+  const attnbench::bench::FmaPeak bf16_peak = attnbench::bench::measure_bf16_peak(workers);
+  if (bf16_peak.gflops > 0) {
+    std::printf(
+        "# measured bf16 product peak on %zu thread(s): %.1f GFLOP/s (%s); a bf16 "
+        "kernel's %%peak is of it\n",
+        workers, bf16_peak.gflops, bf16_peak.isa.c_str());
+  }
   std::printf("%-22s %6s %4s %3s %10s %10s %10s %8s %6s %12s\n", "kernel", "n", "d", "thr",
               "median_ms", "min_ms", "max_ms", "GFLOP/s", "%peak", "scratch_B");
   std::mt19937 rng(1);
@@ -74,10 +81,12 @@ int main(int argc, char** argv) {
         const double median = ms[ms.size() / 2];
         const double gflops =
             4.0 * attnbench::scored_pairs(shape, causal) * double(d) / (median * 1e6);
-        std::printf("%-22s %6zu %4zu %3zu %10.3f %10.3f %10.3f %8.2f %6.1f %12zu\n",
-                    std::string(kernel.name).c_str(), n, d, attnbench::worker_threads(options),
-                    median, ms.front(), ms.back(), gflops, 100 * gflops / peak.gflops,
-                    ws.peak_bytes());
+        std::printf(
+            "%-22s %6zu %4zu %3zu %10.3f %10.3f %10.3f %8.2f %6.1f %12zu\n",
+            std::string(kernel.name).c_str(), n, d, attnbench::worker_threads(options), median,
+            ms.front(), ms.back(), gflops,
+            100 * gflops / (kernel.products == attnbench::Products::bf16 ? bf16_peak : peak).gflops,
+            ws.peak_bytes());
         std::fflush(stdout);
       }
     }

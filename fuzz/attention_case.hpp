@@ -454,41 +454,56 @@ inline std::optional<std::string> check_backward(const Kernel& kernel, const Att
 
 }  // namespace detail
 
+// What a kernel with given products must compute on the case: the case as it computes it (bf16:
+// Q, K and V rounded to bfloat16, which the kernel then takes as they are), the oracle's answer on
+// that (or its Error), the per-row bounds and plain float32's yardstick (testing/error_bound.hpp;
+// bf16 adds the rounding of the weights to both).
+struct Expected {
+  AttentionCase c;
+  std::vector<double> ref;
+  std::optional<std::string> oracle_error;
+  detail::Regime regime;
+  std::vector<double> bounds;
+  std::optional<testing::OracleAnswer> yardstick;
+};
+
+inline Expected expected(const AttentionCase& input, Products products) {
+  Expected e{input, std::vector<double>(input.shape.q_elements()), {}, {}, {}, {}};
+  static_cast<testing::Problem&>(e.c) = testing::as_computed(input, products);
+  const AttentionCase& c = e.c;
+  try {
+    reference_attention(c.shape, c.options, c.q.data(), c.k.data(), c.v.data(), e.ref.data());
+  } catch (const Error& error) {
+    e.oracle_error = error.what();
+  }
+  e.regime = detail::regime(c);
+  if (e.oracle_error || !e.regime.moderate) return e;
+  // The forward's second criterion, a multiple of plain float32's error (compare_with_plain),
+  // where the analytic bound applies and no input is infinite (an Inf value behind a weight float
+  // flushes is the bound's exception above, and plain float32 meets it too).
+  bool any_inf = false;
+  for (const auto* t : {&c.q, &c.k, &c.v}) {
+    any_inf = any_inf || std::any_of(t->begin(), t->end(), [](float x) { return std::isinf(x); });
+  }
+  if (!any_inf) e.yardstick = testing::solve(input, products);
+  const double weight_unit = products == Products::bf16 ? std::ldexp(1.0, -8) : 0.0;
+  for (std::size_t b = 0; b < c.shape.batch; ++b) {
+    for (std::size_t h = 0; h < c.shape.q_heads; ++h) {
+      for (std::size_t i = 0; i < c.shape.q_len; ++i) {
+        const testing::RowConditioning rc = testing::row_conditioning(c.view(), b, h, i);
+        const double weights = weight_unit > 0 ? weight_unit * rc.vmax : 0.0;  // no 0 x inf
+        e.bounds.push_back(testing::row_bound(rc, c.shape.head_dim) + weights);
+      }
+    }
+  }
+  return e;
+}
+
 // Runs every available kernel (but those named in `skip`) on the case; nullopt when all of them
 // pass, else what went wrong.
 inline std::optional<std::string> check_attention_case(const AttentionCase& c,
                                                        const std::vector<std::string>& skip = {}) {
-  std::vector<double> ref(c.shape.q_elements());
-  std::optional<std::string> oracle_error;
-  try {
-    reference_attention(c.shape, c.options, c.q.data(), c.k.data(), c.v.data(), ref.data());
-  } catch (const Error& e) {
-    oracle_error = e.what();
-  }
-  const detail::Regime regime = detail::regime(c);
-  std::vector<double> bounds;
-  if (!oracle_error && regime.moderate) {
-    for (std::size_t b = 0; b < c.shape.batch; ++b) {
-      for (std::size_t h = 0; h < c.shape.q_heads; ++h) {
-        for (std::size_t i = 0; i < c.shape.q_len; ++i) {
-          bounds.push_back(testing::row_bound(c.view(), b, h, i));
-        }
-      }
-    }
-  }
-
-  // The forward's second criterion, a multiple of plain float32's error (testing/error_bound.hpp's
-  // compare_with_plain), where the analytic bound applies and no input is infinite (an Inf value
-  // behind a weight float flushes is the bound's exception above, and plain float32 meets it too).
-  std::optional<testing::OracleAnswer> yardstick;
-  if (!oracle_error && regime.moderate) {
-    bool any_inf = false;
-    for (const auto* t : {&c.q, &c.k, &c.v}) {
-      any_inf = any_inf || std::any_of(t->begin(), t->end(), [](float x) { return std::isinf(x); });
-    }
-    if (!any_inf) yardstick = testing::solve(c);
-  }
-
+  std::optional<Expected> by_products[2];  // computed when a kernel of those products runs
   std::vector<const Kernel*> done;
   for (const Kernel& entry : registry()) {
     const Kernel& kernel = resolve(entry);
@@ -497,12 +512,14 @@ inline std::optional<std::string> check_attention_case(const AttentionCase& c,
       continue;
     }
     done.push_back(&kernel);
-    if (auto failure = detail::check_kernel(kernel, c, oracle_error, ref, regime, bounds,
-                                            yardstick ? &*yardstick : nullptr)) {
+    std::optional<Expected>& e = by_products[static_cast<std::size_t>(kernel.products)];
+    if (!e) e = expected(c, kernel.products);
+    if (auto failure = detail::check_kernel(kernel, e->c, e->oracle_error, e->ref, e->regime,
+                                            e->bounds, e->yardstick ? &*e->yardstick : nullptr)) {
       return std::string(kernel.name) + ": " + *failure + "\n  case: " + c.describe();
     }
-    if (oracle_error || !kernel.has_backward()) continue;
-    if (auto failure = detail::check_backward(kernel, c, regime)) {
+    if (e->oracle_error || !kernel.has_backward()) continue;
+    if (auto failure = detail::check_backward(kernel, c, e->regime)) {
       return std::string(kernel.name) + ": " + *failure + "\n  case: " + c.describe();
     }
   }

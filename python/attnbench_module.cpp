@@ -148,6 +148,7 @@ py::list kernels() {
     entry["strategy"] = std::string(attnbench::to_string(k.strategy));
     entry["backend"] = std::string(attnbench::to_string(k.backend));
     entry["isa"] = std::string(attnbench::to_string(k.isa));
+    entry["products"] = std::string(attnbench::to_string(k.products));
     entry["available"] = k.available();
     entry["dispatches"] = k.dispatches;
     entry["has_backward"] = k.has_backward();
@@ -191,13 +192,16 @@ PYBIND11_MODULE(_core, m) {
       R"(O = softmax(Q K^T * scale) V for float32 arrays of shape (n, d), (h, n, d) or (b, h, n, d).
 
 Args:
-    q: float32 queries, C-contiguous, of shape (n, d), (h, n, d) or (b, h, n, d).
+    q: float32 queries, C-contiguous, of shape (n, d), (h, n, d) or (b, h, n, d); q, k and v
+        may also be ml_dtypes.bfloat16 arrays, widened (exactly) to float32 copies first.
     k: float32 keys of q's rank and head dim, possibly fewer heads (grouped-query attention:
         query head h reads key/value head h // (q_heads // kv_heads)); None with cache.
     v: float32 values of k's shape; None with cache.
     causal: bottom-right causal mask (query i sees keys j <= i + kv_len - q_len).
     scale: multiplies every score, default 1/sqrt(d).
-    kernel: a name from kernels(), default the first that runs here (with cache: the cache's).
+    kernel: a name from kernels(), default the first that runs here (with cache: the cache's);
+        "tiled/simd-bf16" computes with bfloat16 products (Q, K, V and the weights rounded to
+        bfloat16 once, float32 accumulation), storing K and V as bf16.
     threads: worker threads, None for every core.
     return_lse: also return each query row's log-sum-exp of its scaled scores.
     kv_dtype: how the call stores K and V where the kernel reads them: "f32", "f16" or "bf16"

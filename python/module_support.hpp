@@ -55,8 +55,22 @@ inline py::array float32_array(const py::handle& arg, const char* name) {
   return a;
 }
 
-// `arg` as a C-contiguous float32 array of rank 2 to 4, without copying it.
+// Is `arg` an array of ml_dtypes.bfloat16 (how NumPy users hold bfloat16, as JAX does)?
+inline bool is_bfloat16_array(const py::handle& arg) {
+  if (!py::isinstance<py::array>(arg)) return false;
+  const py::dtype dtype = py::reinterpret_borrow<py::array>(arg).dtype();
+  return dtype.itemsize() == 2 && std::string(py::str(dtype)) == "bfloat16";
+}
+
+// `arg` as a C-contiguous float32 array of rank 2 to 4, without copying it; an
+// ml_dtypes.bfloat16 array is widened to a float32 copy first (exactly: every bfloat16 is a
+// float32).
 inline py::array float32_input(const py::handle& arg, const char* name) {
+  if (is_bfloat16_array(arg)) {
+    const py::object widened = py::reinterpret_borrow<py::object>(arg).attr("astype")(
+        py::dtype::of<float>(), py::arg("order") = "C");
+    return float32_input(widened, name);
+  }
   py::array a = float32_array(arg, name);
   if (a.ndim() < 2 || a.ndim() > 4) {
     bad_value(std::string(name) + ": shape " + shape_string(a) + " has rank " +

@@ -131,9 +131,10 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
     driver::require_non_null({q, o});
   } else {
     driver::require_non_null({q, k, v, o});
-    driver::require_stores("options.kv_type", resolve(kernel), options.kv_type);
-    driver::require_representable("tensors.k", tensors.k, kv_elements, options.kv_type);
-    driver::require_representable("tensors.v", tensors.v, kv_elements, options.kv_type);
+    const KvType stored = kernels::stored_type(resolve(kernel), options);
+    driver::require_stores("options.kv_type", resolve(kernel), stored);
+    driver::require_representable("tensors.k", tensors.k, kv_elements, stored);
+    driver::require_representable("tensors.v", tensors.v, kv_elements, stored);
   }
   if (tensors.lse != nullptr) {
     driver::require_disjoint({o, {"tensors.lse", tensors.lse, q_elements / shape.head_dim}},
@@ -219,7 +220,8 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   const std::size_t d = shape.head_dim;
   const std::size_t kv_heads = shape.batch * shape.kv_heads;
   const KvCache* cache = tensors.kv_cache;
-  const kernels::KernelCode& code = *kernels::code(kernel, cache ? cache->type() : options.kv_type);
+  const kernels::KernelCode& code =
+      *kernels::code(kernel, cache ? cache->type() : kernels::stored_type(kernel, options));
   ws.reset_peak();
   Workspace::Scope call(ws);
   driver::TaskRunner tasks(worker_threads(options), ws);

@@ -20,7 +20,8 @@ std::size_t blocks(std::size_t x, std::size_t of) { return (x + of - 1) / of; }
 ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const Options& options) {
   validate(shape, options);
   const Kernel& kernel = resolve(requested);
-  const kernels::KernelCode* code = kernels::code(kernel, options.kv_type);
+  const KvType stored = kernels::stored_type(kernel, options);
+  const kernels::KernelCode* code = kernels::code(kernel, stored);
   if (code == nullptr) {
     throw Error("options.kv_type", std::string(to_string(options.kv_type)),
                 "kernel " + std::string(kernel.name) + " does not store K and V in that type");
@@ -35,7 +36,7 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
   const bool packs = code->packing.bytes != nullptr;
   // Bytes a key costs in the stream: its K^T panel column and V row in the stored type, or the
   // float32 K and V rows a kernel reads in place.
-  const double element = packs ? double(kv_type_bytes(options.kv_type)) : 4.0;
+  const double element = packs ? double(kv_type_bytes(stored)) : 4.0;
   const double k_bytes = double(d) * element, v_bytes = double(packs ? dp : d) * element;
   const double key_bytes = k_bytes + v_bytes;
   const std::size_t threads = worker_threads(options);

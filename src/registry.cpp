@@ -20,6 +20,8 @@ namespace {
 // Widest ISA first: the order a dispatching entry tries its variants in.
 constexpr const kernels::SimdTable* kSimdByPriority[] = {
     &kernels::simd_avx512f, &kernels::simd_avx2, &kernels::simd_sse4_2};
+// The bf16-products SIMD kernels (Products::bf16), likewise.
+constexpr const kernels::Bf16Table* kBf16ByPriority[] = {&kernels::bf16_avx512bf16};
 
 }  // namespace
 
@@ -44,6 +46,9 @@ bool read_cpu_supports(Isa isa) {
              __builtin_cpu_supports("fma") && has_f16c();
     case Isa::avx512f:
       return xsimd::available_architectures().avx512f && __builtin_cpu_supports("avx512f");
+    case Isa::avx512bf16:
+      return read_cpu_supports(Isa::avx512f) && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
   }
   return false;
 }
@@ -71,20 +76,28 @@ struct Registry {
   // all null for a dispatching entry. Kept beside the public Kernel, which users see.
   std::vector<std::array<const kernels::KernelCode*, kKvTypes>> codes;
 
-  // `codes`: the kernel's code per KvType (f32 first), empty for a dispatching entry.
+  // `codes`: the kernel's code per KvType (f32 first), empty for a dispatching entry. A bf16
+  // kernel has one code, which stores bf16.
   void add(Strategy strategy, Backend backend, Isa isa, bool isa_in_name,
-           std::span<const kernels::KernelCode> codes) {
+           std::span<const kernels::KernelCode> codes, Products products = Products::f32,
+           bool dispatches = false) {
     std::string name(to_string(strategy));
     name.append("/").append(to_string(backend));
+    if (products != Products::f32) name.append("-").append(to_string(products));
     if (isa_in_name) name.append("/").append(to_string(isa));
     names.push_back(std::move(name));
     Kernel kernel{.name = names.back(),
                   .strategy = strategy,
                   .backend = backend,
                   .isa = isa,
-                  .dispatches = codes.empty()};
+                  .dispatches = dispatches || codes.empty(),
+                  .products = products};
     std::array<const kernels::KernelCode*, kKvTypes> by_type{};
-    for (std::size_t t = 0; t < codes.size(); ++t) by_type[t] = &codes[t];
+    if (products == Products::bf16) {
+      if (!codes.empty()) by_type[static_cast<std::size_t>(KvType::bf16)] = &codes[0];
+    } else {
+      for (std::size_t t = 0; t < codes.size(); ++t) by_type[t] = &codes[t];
+    }
     kernels.push_back(kernel);
     this->codes.push_back(by_type);
   }
@@ -109,6 +122,13 @@ const Registry& the_registry() {
     r.add(Strategy::naive, Backend::openblas, Isa::generic, false, {&kernels::naive_openblas, 1});
     r.add(Strategy::tiled, Backend::scalar, Isa::generic, false, {&kernels::tiled_scalar, 1});
     r.add(Strategy::naive, Backend::scalar, Isa::generic, false, {&kernels::naive_scalar, 1});
+    // bf16 products, after every float32 kernel: never a default.
+    r.add(Strategy::tiled, Backend::simd, Isa::generic, false, {}, Products::bf16);
+    for (const kernels::Bf16Table* table : kBf16ByPriority) {
+      r.add(Strategy::tiled, Backend::simd, table->isa, true, {&table->tiled, 1}, Products::bf16);
+    }
+    r.add(Strategy::tiled, Backend::scalar, Isa::generic, false, {&kernels::tiled_scalar_bf16, 1},
+          Products::bf16);
     return r;
   }();
   return registry;
@@ -133,6 +153,11 @@ bool Kernel::has_backward() const {
 
 bool Kernel::stores(KvType type) const { return kernels::code(resolve(*this), type) != nullptr; }
 
+KvType kernels::stored_type(const Kernel& kernel, const Options& options) {
+  return kernel.products == Products::bf16 && options.kv_type == KvType::f32 ? KvType::bf16
+                                                                             : options.kv_type;
+}
+
 bool Kernel::available() const {
   return dispatches ? !resolve(*this).dispatches : cpu_supports(isa);
 }
@@ -150,7 +175,7 @@ const Kernel& resolve(const Kernel& kernel) {
   if (!kernel.dispatches) return kernel;
   for (const Kernel& k : registry()) {
     if (!k.dispatches && k.strategy == kernel.strategy && k.backend == kernel.backend &&
-        k.available()) {
+        k.products == kernel.products && k.available()) {
       return k;
     }
   }
@@ -185,12 +210,15 @@ std::string_view to_string(Backend backend) {
   return "?";
 }
 
+std::string_view to_string(Products products) { return products == Products::f32 ? "f32" : "bf16"; }
+
 std::string_view to_string(Isa isa) {
   switch (isa) {
     case Isa::generic: return "generic";
     case Isa::sse4_2: return "sse4.2";
     case Isa::avx2: return "avx2";
     case Isa::avx512f: return "avx512f";
+    case Isa::avx512bf16: return "avx512bf16";
   }
   return "?";
 }

@@ -76,9 +76,14 @@ inline void require_disjoint(std::initializer_list<NamedBytes> outputs,
 // Throws, as `field`, when `kernel` (resolved) does not store K and V as `type`.
 inline void require_stores(const char* field, const Kernel& kernel, KvType type) {
   if (kernels::code(kernel, type) == nullptr) {
+    std::string stores;
+    for (KvType t : {KvType::f32, KvType::f16, KvType::bf16}) {
+      if (kernels::code(kernel, t) != nullptr)
+        stores += (stores.empty() ? "" : ", ") + std::string(to_string(t));
+    }
     throw Error(field, std::string(to_string(type)),
-                "kernel " + std::string(kernel.name) +
-                    " stores K and V as f32 only (tiled/simd and naive/simd store f16 and bf16)");
+                "kernel " + std::string(kernel.name) + " stores K and V as " + stores +
+                    " only (tiled/simd and naive/simd store f32, f16 and bf16)");
   }
 }
 

@@ -176,13 +176,26 @@ inline constexpr double kFloorUlpsForward = 2.0;
 // The oracle's answer and what the forward's criteria read beside it, per element (o, blend:
 // sum_j p_j |v_jc|, plain: plain_attention's output) or per query row (sigma and vmax: as
 // row_conditioning's), as testing/problem.hpp's solve() computes them in one pass.
+// `weight_unit`: the unit roundoff of the weights the kernel blends with, beyond float32's: 0, or
+// 2^-8 for a bf16-products kernel, whose weights are rounded to bfloat16 once (then `o` and `plain`
+// are the oracle's and plain float32's on the bfloat16-rounded inputs, `plain` rounding its weights
+// as the kernel does; docs/testing.md, "bf16 products").
 struct ForwardYardstick {
   const double* o;
   const double* blend;
   const float* plain;
   const double* sigma;
   const double* vmax;
+  double weight_unit = 0;
 };
+
+// NOTE: rounding weight p_j to bfloat16 moves it by at most weight_unit p_j, and the output
+// element by at most weight_unit sum_j p_j |v_jc| = weight_unit A_c (the sum l adds the weights
+// unrounded): the analytic bound adds weight_unit max_c A_c to row_bound. The plain criterion's
+// floor adds a quarter of it: the kernel rounds exp(s_j - m) against its running max, plain
+// float32 against the row's max, so their roundings are two draws of the same size, not the same
+// draw, and on a row of one column and few keys plain's can be small by luck.
+inline constexpr double kWeightFloorFraction = 0.25;
 
 // The analytic row_bound from the yardstick's sigma and vmax: compare_with_oracle without its
 // second pass over the inputs.
@@ -195,7 +208,10 @@ inline Comparison compare_with_bound(const ProblemView& p, const float* out,
       for (std::size_t i = 0; i < s.q_len && !result.mismatch; ++i) {
         const std::size_t row = (b * s.q_heads + h) * s.q_len + i;
         const RowConditioning rc{y.sigma[row], y.vmax[row], visible_keys(s, p.options.causal, i)};
-        compare_row(p, out, y.o, b, h, i, row_bound(rc, s.head_dim), result);
+        double weights = 0;  // weight_unit max_c A_c
+        for (std::size_t c = 0; y.weight_unit > 0 && c < s.head_dim; ++c)
+          weights = std::fmax(weights, y.weight_unit * y.blend[row * s.head_dim + c]);
+        compare_row(p, out, y.o, b, h, i, row_bound(rc, s.head_dim) + weights, result);
       }
     }
   }
@@ -233,7 +249,7 @@ inline Comparison compare_with_plain(const ProblemView& p, const float* out,
           if (!std::isfinite(want)) continue;
           const double floor = kFloorUlpsForward * u * (1.0 + y.sigma[row] + log_n) *
                                    (y.blend[at] + std::fabs(want)) +
-                               absolute;
+                               absolute + kWeightFloorFraction * y.weight_unit * y.blend[at];
           const double allowed = kPlainFactorForward * plain_error + floor;
           const double err = std::fabs(got - want);
           const double ratio = allowed > 0 ? err / allowed : (err == 0 ? 0 : INFINITY);

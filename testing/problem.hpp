@@ -86,13 +86,33 @@ struct OracleAnswer {
   std::vector<double> blend;        // its blend magnitude, sum_j p_j |v_jc|
   std::vector<float> plain;         // plain_attention's: the same steps in float32
   std::vector<double> sigma, vmax;  // per query row
+  double weight_unit = 0;           // ForwardYardstick's
 
   ForwardYardstick yardstick() const {
-    return {o.data(), blend.data(), plain.data(), sigma.data(), vmax.data()};
+    return {o.data(), blend.data(), plain.data(), sigma.data(), vmax.data(), weight_unit};
   }
 };
 
-inline OracleAnswer solve(const Problem& p) {
+// The problem a kernel with `products` computes: p itself, or for bf16 products Q, K and V rounded
+// to bfloat16 (as the kernel rounds them).
+inline Problem as_computed(const Problem& p, Products products) {
+  if (products == Products::f32) return p;
+  Problem r = p;
+  for (auto* t : {&r.q, &r.k, &r.v}) {
+    for (float& x : *t) x = round_to(KvType::bf16, x);
+  }
+  return r;
+}
+
+inline OracleAnswer solve(const Problem& p, Products products = Products::f32) {
+  if (products != Products::f32) {
+    const Problem rounded = as_computed(p, products);
+    OracleAnswer a = solve(rounded);
+    plain_attention(p.shape, p.options, rounded.q.data(), rounded.k.data(), rounded.v.data(),
+                    a.plain.data(), products);
+    a.weight_unit = std::ldexp(1.0, -8);  // bfloat16: 8 significant bits
+    return a;
+  }
   const std::size_t rows = p.shape.q_elements() / p.shape.head_dim;
   OracleAnswer a{std::vector<double>(p.shape.q_elements()),
                  std::vector<double>(p.shape.q_elements()),

@@ -20,9 +20,12 @@ void check_pointers(std::initializer_list<const void*> pointers, const char* fun
 // m) over its `visible` keys, s_j = scale * q . k_j, m = max_j s_j. A NaN score makes m NaN (and
 // so the row NaN). Returns false when nothing is weighed (no visible key, or every score -inf):
 // the row is zero. `lse` gets m + log(l), or -inf for a zero row.
+// `bf16_weights` (float only): each exp(s_j - m) rounded to bfloat16 before the division, l
+// summing them unrounded, as a bf16-products kernel weighs V.
 template <class Real>
 bool row_weights(const float* q, const float* k, std::size_t d, std::size_t visible, Real scale,
-                 std::vector<Real>& p, Real& lse, Real* sigma = nullptr) {
+                 std::vector<Real>& p, Real& lse, Real* sigma = nullptr,
+                 bool bf16_weights = false) {
   constexpr Real kMinusInf = -std::numeric_limits<Real>::infinity();
   // Step 1, score: s_j = scale * q . k_j for every visible key j.
   for (std::size_t j = 0; j < visible; ++j) {
@@ -50,7 +53,10 @@ bool row_weights(const float* q, const float* k, std::size_t d, std::size_t visi
     p[j] = std::exp(p[j] - m);
     l += p[j];
   }
-  for (std::size_t j = 0; j < visible; ++j) p[j] /= l;
+  for (std::size_t j = 0; j < visible; ++j) {
+    if (bf16_weights) p[j] = Real(round_to(KvType::bf16, float(p[j])));
+    p[j] /= l;
+  }
   lse = m + std::log(l);
   return true;
 }
@@ -64,7 +70,7 @@ namespace {
 template <class Real>
 void forward_rows(const Shape& shape, const Options& options, const float* q, const float* k,
                   const float* v, Real* o, Real* lse, Real* blend_magnitude, Real* row_sigma,
-                  Real* row_vmax) {
+                  Real* row_vmax, bool bf16_weights = false) {
   validate(shape, options);
   check_pointers({q, k, v, o}, "reference_attention");
   const Real scale = effective_scale(shape, options);
@@ -82,8 +88,9 @@ void forward_rows(const Shape& shape, const Options& options, const float* q, co
         Real row_lse;
         const std::size_t visible = visible_keys(shape, options.causal, i);
         const std::size_t row = at.q / d + i;
-        const bool weighs = row_weights(q + at.q + i * d, k + at.kv, d, visible, scale, p, row_lse,
-                                        row_sigma != nullptr ? row_sigma + row : nullptr);
+        const bool weighs =
+            row_weights(q + at.q + i * d, k + at.kv, d, visible, scale, p, row_lse,
+                        row_sigma != nullptr ? row_sigma + row : nullptr, bf16_weights);
         if (lse != nullptr) lse[row] = row_lse;
         if (row_vmax != nullptr) {
           Real vmax = 0;
@@ -118,8 +125,9 @@ void reference_attention(const Shape& shape, const Options& options, const float
 }
 
 void plain_attention(const Shape& shape, const Options& options, const float* q, const float* k,
-                     const float* v, float* o) {
-  forward_rows<float>(shape, options, q, k, v, o, nullptr, nullptr, nullptr, nullptr);
+                     const float* v, float* o, Products products) {
+  forward_rows<float>(shape, options, q, k, v, o, nullptr, nullptr, nullptr, nullptr,
+                      products == Products::bf16);
 }
 
 namespace {

@@ -34,9 +34,11 @@ void reference_attention(const Shape& shape, const Options& options, const float
 
 // The same three steps in the same order in float32 throughout (float scores, float exp, float
 // sums): how much plain float32 arithmetic itself errs on a problem, the yardstick of the forward
-// criterion (testing/error_bound.hpp's compare_with_plain). Validates; throws Error.
+// criterion (testing/error_bound.hpp's compare_with_plain). Products::bf16: each weight
+// exp(s_j - m) rounded to bfloat16 before it multiplies V (the sum l adds it unrounded), as a bf16
+// kernel does; Q, K and V are used as given (round them first). Validates; throws Error.
 void plain_attention(const Shape& shape, const Options& options, const float* q, const float* k,
-                     const float* v, float* o);
+                     const float* v, float* o, Products products = Products::f32);
 
 // The backward oracle, as plainly: per query row, the weights p_j as reference_attention computes
 // them, dp_j = dO_i . v_j, D = sum_j p_j dp_j, ds_j = p_j (dp_j - D), then dV_j += p_j dO_i,

@@ -81,15 +81,19 @@ std::vector<Case> oracle_cases() {
   return cases;
 }
 
-// Problem and oracle answer per case, computed once and shared by every kernel.
-const std::pair<Problem, OracleAnswer>& solved(const Case& c) {
+// Problem and oracle answer per case (and products: bf16 kernels are compared on the rounded
+// inputs), computed once and shared by every kernel.
+const std::pair<Problem, OracleAnswer>& solved(const Case& c, Products products) {
   static std::map<std::string, std::pair<Problem, OracleAnswer>> cache;
-  const std::string key = case_name(c);
+  static std::map<std::string, std::uint32_t> seeds;  // the same problem for both products
+  const std::string name = case_name(c);
+  const std::string key = name + "/" + std::string(to_string(products));
   auto it = cache.find(key);
   if (it == cache.end()) {
-    Problem p = random_problem(c.shape, c.causal, static_cast<std::uint32_t>(cache.size() + 1));
+    const std::uint32_t seed = seeds.emplace(name, std::uint32_t(seeds.size() + 1)).first->second;
+    Problem p = random_problem(c.shape, c.causal, seed);
     if (c.outliers) add_outliers(p);
-    OracleAnswer ref = solve(p);
+    OracleAnswer ref = solve(p, products);
     it = cache.emplace(key, std::pair{std::move(p), std::move(ref)}).first;
   }
   return it->second;
@@ -120,6 +124,12 @@ const auto* const kReport = ::testing::AddGlobalTestEnvironment(new WorstErrorRe
 
 const Kernel& kernel_named(const std::string& name) { return *find_kernel(name); }
 
+// The code a call with default options runs for `kernel` (resolved).
+const kernels::KernelCode* default_code(const Kernel& kernel) {
+  const Kernel& runs = resolve(kernel);
+  return kernels::code(runs, kernels::stored_type(runs, Options{}));
+}
+
 #define SKIP_IF_UNAVAILABLE(kernel) \
   if (!(kernel).available()) GTEST_SKIP() << (kernel).name << ": this CPU cannot run it"
 
@@ -138,7 +148,7 @@ class KernelVsOracle : public ::testing::TestWithParam<KernelCase> {};
 TEST_P(KernelVsOracle, WithinErrorBound) {
   const Kernel& kernel = kernel_named(GetParam().kernel);
   SKIP_IF_UNAVAILABLE(kernel);
-  const auto& [problem, ref] = solved(GetParam().c);
+  const auto& [problem, ref] = solved(GetParam().c, kernel.products);
   Workspace ws;
   const std::vector<float> out = run(kernel, problem, ws);
   const CriterionRatios ratio = check_against_oracle(problem, out, ref);
@@ -175,24 +185,34 @@ std::vector<float> weights_for(const Kernel& kernel, const std::vector<float>& s
   return run(kernel, p, ws);
 }
 
+// How far a weight may sit from its exact value: float32 rounding, or for bf16 products one
+// bfloat16 rounding of the weight (2^-8 relative: 8 significant bits) and float32's.
+double weight_tolerance(const Kernel& kernel) {
+  return kernel.products == Products::bf16 ? std::ldexp(1.0, -7) : 1e-6;
+}
+
 TEST_P(EveryKernel, SoftmaxIsStableForLargeLogits) {
   SKIP_IF_UNAVAILABLE(kernel());
-  const std::vector<float> large = weights_for(kernel(), {1000, 999, 998});
-  const std::vector<float> small = weights_for(kernel(), {2, 1, 0});
+  // Scores 1 apart (8 for bf16 products: bfloat16 holds 1016, 1024, not 1023), exact either way.
+  const float step = kernel().products == Products::bf16 ? 8.0f : 1.0f;
+  const std::vector<float> large = weights_for(kernel(), {1024, 1024 - step, 1024 - 2 * step});
+  const std::vector<float> small = weights_for(kernel(), {2 * step, step, 0});
   for (int j = 0; j < 3; ++j) {
     EXPECT_TRUE(std::isfinite(large[j])) << "weight " << j;
-    EXPECT_NEAR(large[j], small[j], 1e-6) << "weight " << j;
+    EXPECT_NEAR(large[j], small[j], weight_tolerance(kernel())) << "weight " << j;
   }
-  EXPECT_NEAR(small[0], 0.665241, 1e-6);  // e^2 / (e^2 + e + 1)
+  const double e = std::exp(double(step));
+  EXPECT_NEAR(small[0], e * e / (e * e + e + 1), weight_tolerance(kernel()));
 }
 
 TEST_P(EveryKernel, WorkedExampleWeights) {
   SKIP_IF_UNAVAILABLE(kernel());
-  const std::vector<float> w = weights_for(kernel(), {2.1f, 0.4f, 1.3f});
+  // 2.1, 0.4 and 1.3 to the nearest bfloat16, which every kernel then takes exactly.
+  const std::vector<float> w = weights_for(kernel(), {2.09375f, 0.400390625f, 1.296875f});
   EXPECT_NEAR(w[0], 0.61, 0.005);
   EXPECT_NEAR(w[1], 0.11, 0.005);
   EXPECT_NEAR(w[2], 0.28, 0.005);
-  EXPECT_NEAR(w[0] + w[1] + w[2], 1.0, 1e-6);
+  EXPECT_NEAR(w[0] + w[1] + w[2], 1.0, 3 * weight_tolerance(kernel()));
 }
 
 TEST_P(EveryKernel, PermutingKeysAndValuesTogetherLeavesOutputUnchanged) {
@@ -212,11 +232,14 @@ TEST_P(EveryKernel, PermutingKeysAndValuesTogetherLeavesOutputUnchanged) {
   const std::vector<float> b = run(kernel(), permuted, ws);
   // Both must meet the oracle's bound, so they differ by at most twice that bound; in practice
   // only by the changed summation order.
-  const OracleAnswer ref = solve(p);
+  const OracleAnswer ref = solve(p, kernel().products);
   check_against_oracle(p, a, ref);
   check_against_oracle(permuted, b, ref);
   for (std::size_t i = 0; i < a.size(); ++i) {
-    EXPECT_NEAR(a[i], b[i], 2 * row_bound(p, 0, i / (37 * 24), (i / 24) % 37)) << "element " << i;
+    const double bound =
+        row_bound(as_computed(p, kernel().products), 0, i / (37 * 24), (i / 24) % 37) +
+        ref.weight_unit * ref.vmax[i / 24];
+    EXPECT_NEAR(a[i], b[i], 2 * bound) << "element " << i;
   }
 }
 
@@ -262,7 +285,7 @@ TEST_P(EveryKernel, RowsWithNothingToWeighAreZero) {
     std::fill_n(minus_inf.q.begin() + 4, 4, INFINITY);  // row 1
     minus_inf.v[5 * 4 + 1] = NAN;                       // rows 0 and 2: column 1 is NaN
     const std::vector<float> o = run(kernel(), minus_inf, ws);
-    const OracleAnswer ref = solve(minus_inf);
+    const OracleAnswer ref = solve(minus_inf, kernel().products);
     for (std::size_t c = 0; c < 4; ++c) EXPECT_EQ(o[4 + c], 0.0f) << kv_len << " keys";
     EXPECT_TRUE(std::isnan(o[1]));
     check_against_oracle(minus_inf, o, ref);
@@ -281,7 +304,7 @@ TEST_P(EveryKernel, NaNAndInfLandWhereTheOracleHasThem) {
     p.q[80 * 10 + 0] = INFINITY;  // query row 80: +inf scores, so exp(inf - inf) = NaN
     Workspace ws;
     const std::vector<float> out = run(kernel(), p, ws);
-    const OracleAnswer ref = solve(p);
+    const OracleAnswer ref = solve(p, kernel().products);
     std::size_t nan_count = 0;
     for (std::size_t i = 0; i < out.size(); ++i) {
       EXPECT_EQ(std::isnan(out[i]), std::isnan(ref.o[i]))
@@ -327,7 +350,7 @@ TEST_P(EveryKernel, LongHeadsInKeyChunksGiveWhatQueryBlocksAloneGive) {
   // all keys. Rows meet the same key blocks in the same order either way: bitwise equal, and
   // within the oracle's bound. The shape leaves a short last chunk and a short last super block.
   const std::size_t d = 250;
-  const kernels::KernelCode* code = kernels::code(resolve(kernel()));
+  const kernels::KernelCode* code = default_code(kernel());
   const kernels::ForwardBlocking b =
       code && code->forward.blocking ? code->forward.blocking(d) : kernels::ForwardBlocking{};
   if (b.chunk_keys == 0) GTEST_SKIP() << kernel().name << " takes no key chunks";
@@ -383,15 +406,14 @@ TEST_P(EveryKernel, ScratchFollowsTheMemoryStrategy) {
     // Apart from the packed copy of K and V that a SIMD kernel streams (the size of K and V
     // again, O(n d)), a tiled kernel's scratch does not depend on the key length.
     auto working = [&](std::size_t kv_len) {
-      return scratch(64, kv_len) - kernels::packed_bytes(kernels::code(resolve(kernel()))->packing,
-                                                         {1, 1, 1, 64, kv_len, 64});
+      return scratch(64, kv_len) -
+             kernels::packed_bytes(default_code(kernel())->packing, {1, 1, 1, 64, kv_len, 64});
     };
     const std::size_t short_keys = working(1024);
     EXPECT_EQ(short_keys, working(16384));
     EXPECT_LT(short_keys, 64u * 1024 * 4);  // less than the score matrix it avoids
-    EXPECT_LE(
-        kernels::packed_bytes(kernels::code(resolve(kernel()))->packing, {1, 1, 1, 64, 16384, 64}),
-        2 * 16384 * 64 * 4 + 4096);
+    EXPECT_LE(kernels::packed_bytes(default_code(kernel())->packing, {1, 1, 1, 64, 16384, 64}),
+              2 * 16384 * 64 * 4 + 4096);
   }
 }
 

@@ -17,6 +17,15 @@ inline std::vector<std::string> kernel_names() {
   return names;
 }
 
+// The kernels whose products are float32: what a test of float32 arithmetic itself runs on.
+inline std::vector<std::string> float32_kernel_names() {
+  std::vector<std::string> names;
+  for (const Kernel& k : registry()) {
+    if (k.products == Products::f32) names.emplace_back(k.name);
+  }
+  return names;
+}
+
 inline std::string test_name(std::string name) {
   std::replace_if(
       name.begin(), name.end(), [](unsigned char c) { return !std::isalnum(c); },

@@ -229,7 +229,11 @@ struct RunArgs {
 
 int run(const RunArgs& args) {
   const attnbench::Kernel* kernel = &kernel_named(args.call.kernel);
-  const attnbench::KvType kv_type = kv_type_of(args.call);
+  attnbench::KvType kv_type = kv_type_of(args.call);
+  // A bf16-products kernel stores bf16 only, which the default --kv-dtype f32 then means.
+  if (kernel->products == attnbench::Products::bf16 && kv_type == attnbench::KvType::f32) {
+    kv_type = attnbench::KvType::bf16;
+  }
   if (!kernel->stores(kv_type)) {
     const attnbench::Kernel& runs = attnbench::resolve(*kernel);
     throw UsageError("--kv-dtype " + args.call.kv_dtype + ": kernel " + std::string(kernel->name) +
@@ -252,7 +256,8 @@ int run(const RunArgs& args) {
 
   std::printf("%s, K/V stored as %s, compute %.3f ms, scratch %zu bytes, wrote %s\n",
               describe(*kernel, threads, call.shape, args.call.causal).c_str(),
-              args.call.kv_dtype.c_str(), elapsed.count(), ws.peak_bytes(), args.out.c_str());
+              std::string(attnbench::to_string(kv_type)).c_str(), elapsed.count(), ws.peak_bytes(),
+              args.out.c_str());
   return 0;
 }
 

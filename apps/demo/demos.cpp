@@ -52,7 +52,7 @@ std::span<const std::string_view> names() { return kNames; }
 
 const Kernel& best_kernel(Strategy strategy) {
   for (const Kernel& k : registry()) {
-    if (k.strategy == strategy && k.available()) return k;
+    if (k.strategy == strategy && k.products == Products::f32 && k.available()) return k;
   }
   return default_kernel();  // not reached: each strategy has a scalar kernel that runs anywhere
 }

@@ -21,9 +21,10 @@ enum class Backend {
   openblas,  // the naive steps with OpenBLAS's sgemm (the baseline)
 };
 
-// The instruction set a kernel needs beyond plain x86-64. `avx2` means AVX2 + FMA.
-enum class Isa { generic, sse4_2, avx2, avx512f };
-inline constexpr std::size_t kIsas = 4;
+// The instruction set a kernel needs beyond plain x86-64. `avx2` means AVX2 + FMA;
+// `avx512bf16` AVX-512 F, BW, VL and BF16 (vdpbf16ps).
+enum class Isa { generic, sse4_2, avx2, avx512f, avx512bf16 };
+inline constexpr std::size_t kIsas = 5;
 // Does this CPU (and the OS, for the wider registers) support `isa`?
 bool cpu_supports(Isa isa);
 
@@ -35,6 +36,8 @@ struct Kernel {
   // A dispatching entry ("tiled/simd") has no code of its own: it runs its strategy and
   // backend's first available variant, the registry listing variants in ISA priority order.
   bool dispatches = false;
+  // The precision of its products (types.hpp); a bf16 kernel's name says so ("tiled/simd-bf16").
+  Products products = Products::f32;
   // Can this CPU run it? A dispatching entry: can it run any of its variants?
   bool available() const;
   // Does it have a backward pass (attention_backward)? A dispatching entry: does the variant

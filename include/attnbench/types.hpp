@@ -45,6 +45,14 @@ std::optional<KvType> kv_type_from_string(std::string_view name);
 // Bytes of one stored element: 4 or 2.
 constexpr std::size_t kv_type_bytes(KvType type) { return type == KvType::f32 ? 4 : 2; }
 
+// The precision of a kernel's two products, Q K^T and P V (Kernel::products). f32: float32
+// FMAs on float32 operands (K and V widened from their storage type). bf16: Q, K and V rounded to
+// bfloat16 once, the weights P rounded to bfloat16 once before P V, each product of two bfloat16
+// values accumulated in float32 (AVX512_BF16's vdpbf16ps); scores, softmax, the running max and
+// sum, the output accumulator and the LSE stay float32. Such a kernel stores K and V as bf16.
+enum class Products { f32, bf16 };
+std::string_view to_string(Products products);
+
 // The scalar conversions every storage path agrees with bit for bit: float32 to float16 or
 // bfloat16 rounds to nearest, ties to even (subnormal halves included); NaN stays NaN (quiet, the
 // top payload bits kept), infinities stay infinite, and a finite float beyond the type's range

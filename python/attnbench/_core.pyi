@@ -22,7 +22,8 @@ class KernelInfo(TypedDict):
     """"strategy/backend[/isa]", e.g. "tiled/simd/avx2"."""
     strategy: Literal["naive", "tiled"]
     backend: Literal["scalar", "autovec", "simd", "openblas"]
-    isa: Literal["generic", "sse4.2", "avx2", "avx512f"]
+    isa: Literal["generic", "sse4.2", "avx2", "avx512f", "avx512bf16"]
+    products: Literal["f32", "bf16"]
     available: bool
     """Whether it runs on this CPU."""
     dispatches: bool

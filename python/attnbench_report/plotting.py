@@ -27,6 +27,8 @@ plt.rcParams.update({
 # One colour per backend (and ISA), one line style per strategy: tiled solid, naive dashed.
 _BACKEND_COLORS = {
     "simd/avx512f": "#1f77b4",
+    "simd-bf16/avx512bf16": "#00441b",
+    "scalar-bf16": "#4d4d4d",
     "simd/avx2": "#17becf",
     "simd/sse4.2": "#9467bd",
     "openblas": "#d62728",

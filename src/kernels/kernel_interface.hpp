@@ -252,6 +252,13 @@ struct SimdTable {
   void (*narrow_bf16)(const float* in, std::uint16_t* out, std::size_t n);
 };
 
+// One ISA's bf16-products SIMD kernels (Products::bf16): tiled_bf16.hpp instantiated by its one
+// translation unit bf16_<isa>.cpp. Its code stores K and V as bf16.
+struct Bf16Table {
+  Isa isa;
+  KernelCode tiled;
+};
+
 // The descriptors, one per kernel file.
 extern const SimdTable simd_sse4_2;
 extern const SimdTable simd_avx2;
@@ -261,6 +268,8 @@ extern const KernelCode tiled_scalar;
 extern const KernelCode naive_autovec;
 extern const KernelCode tiled_autovec;
 extern const KernelCode naive_openblas;
+extern const Bf16Table bf16_avx512bf16;
+extern const KernelCode tiled_scalar_bf16;
 
 // Every SimdTable, widest ISA first: the order dispatch tries them in (registry.cpp).
 std::span<const SimdTable* const> simd_tables();
@@ -282,5 +291,8 @@ inline std::size_t packed_bytes(const KvPacking& packing, const Shape& shape) {
 // `kernel`'s code for K/V storage `type`, from the registry (registry.cpp): null where the kernel
 // does not store that type, and for a dispatching entry (resolve() it first).
 const KernelCode* code(const Kernel& kernel, KvType type = KvType::f32);
+// The type a call with `options` stores K and V in with `kernel` (resolved): options.kv_type,
+// or bf16 for a bf16-products kernel left at the default f32.
+KvType stored_type(const Kernel& kernel, const Options& options);
 
 }  // namespace attnbench::kernels

@@ -175,6 +175,14 @@ struct SimdSoftmax : SimdStorage<Arch> {
     return xsimd::fma(a, x, b);
   }
   static float exp_and_sum(float* s, std::size_t count, float scale, float m_ref) {
+    return exp_and_sum(s, count, scale, m_ref,
+                       [s](batch p, std::size_t j) { p.store_aligned(s + j); });
+  }
+  // The same, each vector of P handed to store(p, j) (for j = 0, W, ...: whole vectors, zero
+  // past `count`) instead of written over S: a bf16 kernel rounds it as it stores it.
+  template <class Store>
+  static float exp_and_sum(const float* s, std::size_t count, float scale, float m_ref,
+                           Store&& store) {
     constexpr double kLog2e = 1.44269504088896340736;
     const float c = static_cast<float>(scale * kLog2e);
     const float b = static_cast<float>(-double(m_ref) * kLog2e);
@@ -182,7 +190,7 @@ struct SimdSoftmax : SimdStorage<Arch> {
       batch sum = batch(0.0f);
       for (std::size_t j = 0; j < count; j += W) {
         const batch p = argument(batch::load_aligned(s + j), j);
-        p.store_aligned(s + j);
+        store(p, j);
         sum += p;
       }
       return hsum(sum);

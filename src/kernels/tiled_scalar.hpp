@@ -6,6 +6,7 @@
 #pragma once
 
 #include "kernels/common.hpp"
+#include "kernels/storage.hpp"
 
 namespace attnbench::kernels {
 namespace {
@@ -19,8 +20,16 @@ ForwardBlocking tiled_blocking(std::size_t head_dim) {
   return {.query_block = Br, .key_block = Bc, .padded_dim = head_dim};
 }
 
+// x rounded to bfloat16 and back: what a bf16-products kernel multiplies.
+inline float bf16_rounded(float x) { return bfloat16_value(bfloat16_bits(x)); }
+
 // Rows `rows` against keys `keys`. With `partial` null the normalised rows go to head.o;
-// otherwise the unnormalised accumulator and each row's (m, l) go to *partial.
+// otherwise the unnormalised accumulator and each row's (m, l) go to *partial. `Bf16`: the
+// arithmetic of Products::bf16, the reference the bf16 SIMD kernels are tested beside: Q, K and V
+// rounded to bfloat16 as they are read, each weight rounded to bfloat16 before it multiplies V
+// (the sum l adds it unrounded); a product of two bfloat16 values is exact in float32, so only
+// the sums round, in float32.
+template <bool Bf16 = false>
 void tiled_loops(const HeadProblem& head, RowRange rows, KeyRange keys, const PartialRows* partial,
                  Workspace& ws) {
   const std::size_t d = head.head_dim;
@@ -58,7 +67,9 @@ void tiled_loops(const HeadProblem& head, RowRange rows, KeyRange keys, const Pa
         for (std::size_t c = 0; c < count; ++c) {
           const float* k = head.k + (j0 + c) * d;
           float dot = 0.0f;
-          for (std::size_t x = 0; x < d; ++x) dot += q[x] * k[x];
+          for (std::size_t x = 0; x < d; ++x) {
+            dot += Bf16 ? bf16_rounded(q[x]) * bf16_rounded(k[x]) : q[x] * k[x];
+          }
           s[c] = head.scale * dot;
           block_max = s[c] > block_max ? s[c] : block_max;
         }
@@ -76,7 +87,12 @@ void tiled_loops(const HeadProblem& head, RowRange rows, KeyRange keys, const Pa
           const float p = scalar_exp(s[c] - m_ref);
           const float* v = head.v + (j0 + c) * d;
           l[r] += p;
-          for (std::size_t x = 0; x < d; ++x) o[x] += p * v[x];
+          if constexpr (Bf16) {
+            const float pb = bf16_rounded(p);
+            for (std::size_t x = 0; x < d; ++x) o[x] += pb * bf16_rounded(v[x]);
+          } else {
+            for (std::size_t x = 0; x < d; ++x) o[x] += p * v[x];
+          }
         }
       }
     }
@@ -100,13 +116,15 @@ void tiled_loops(const HeadProblem& head, RowRange rows, KeyRange keys, const Pa
   }
 }
 
+template <bool Bf16 = false>
 void tiled_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
-  tiled_loops(head, rows, KeyRange{0, head.kv_len}, nullptr, ws);
+  tiled_loops<Bf16>(head, rows, KeyRange{0, head.kv_len}, nullptr, ws);
 }
 
+template <bool Bf16 = false>
 void tiled_partial(const HeadProblem& head, RowRange rows, KeyRange keys, PartialRows out,
                    Workspace& ws) {
-  tiled_loops(head, rows, keys, &out, ws);
+  tiled_loops<Bf16>(head, rows, keys, &out, ws);
 }
 
 }  // namespace

@@ -39,8 +39,10 @@ def bits(x):
 
 
 def storing(dtype):
-    """The available kernels that store K and V as `dtype`."""
-    return [k["name"] for k in attnbench.kernels() if k["available"] and dtype in k["kv_dtypes"]]
+    """The available float32-products kernels that store K and V as `dtype` (the bf16-products
+    kernels round Q and the weights too: test_bf16.py)."""
+    return [k["name"] for k in attnbench.kernels()
+            if k["available"] and dtype in k["kv_dtypes"] and k["products"] == "f32"]
 
 
 def cache_kernels():

@@ -341,8 +341,9 @@ class Kernels(unittest.TestCase):
         self.assertIn("tiled/simd", names)
         self.assertEqual(len(names), len(set(names)))
         for k in kernels:
-            self.assertEqual(k["name"].split("/")[:2], [k["strategy"], k["backend"]])
-            self.assertIn(k["isa"], ("generic", "sse4.2", "avx2", "avx512f"))
+            backend = k["backend"] + ("-bf16" if k["products"] == "bf16" else "")
+            self.assertEqual(k["name"].split("/")[:2], [k["strategy"], backend])
+            self.assertIn(k["isa"], ("generic", "sse4.2", "avx2", "avx512f", "avx512bf16"))
             self.assertIsInstance(k["has_backward"], bool)
             if k["dispatches"]:
                 self.assertIn(k["runs"], names)
@@ -351,8 +352,10 @@ class Kernels(unittest.TestCase):
                 self.assertEqual(k["runs"], k["name"])
             if k["available"]:
                 q = normal(5, 3)
+                # bf16 products round Q, K, V and the weights to 8 significant bits
+                atol = 2 ** -6 * np.abs(q).max() if k["products"] == "bf16" else 2e-6
                 np.testing.assert_allclose(attnbench.attention(q, q, q, kernel=k["name"]), reference(q, q, q),
-                                           atol=2e-6)
+                                           atol=atol)
 
     @unittest.skipUnless(CLI, "ATTNBENCH_CLI not set")
     def test_same_list_as_the_cli(self):

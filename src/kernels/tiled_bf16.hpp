@@ -1,0 +1,341 @@
+// tiled/simd-bf16: the tiled forward of tiled_simd.hpp with bf16 products (Products::bf16), on
+// AVX512_BF16's vdpbf16ps: each instruction multiplies 16 pairs of bfloat16 values and adds both
+// products to 16 float32 accumulators, 64 FLOPs against vfmadd231ps's 32. Written over the
+// xsimd architecture (AVX-512 only) and instantiated by bf16_<isa>.cpp.
+//
+// As FlashAttention does it in 16 bits: S = Q K^T from bfloat16 Q and K, accumulated in float32;
+// the online softmax (scale, max, exp, sum, rescale) in float32 on the float32 scores, as the
+// float32 kernel does it (Simd's sweeps); P rounded to bfloat16 once; O += P V from bfloat16 P and
+// V into float32 accumulators; the sum l adds P unrounded.
+//
+// A vdpbf16ps lane pairs two consecutive elements of each operand, so every operand is stored in
+// pairs along the sum: Q and K^T by pairs of head-dim columns (odd d: a zero column), P and V by
+// pairs of keys (an odd block: the last pair half masked). A pair is one 32-bit word, lower
+// element at the lower address, which a broadcast (vpbroadcastd) gives every lane of Q or P.
+#pragma once
+
+#include "kernels/simd_common.hpp"
+
+namespace attnbench::kernels {
+namespace {
+
+template <class Arch>
+struct TiledBf16 : Simd<Arch> {
+  using S = Simd<Arch>;
+  using S::MR;
+  using S::NR;
+  using S::W;
+  static_assert(W == 16, "vdpbf16ps kernels are AVX-512");
+  using Pair = std::uint32_t;  // two bfloat16 values
+
+  // ---------------------------------------------------------------------------------------------
+  // Packing, once per (batch, key/value head)
+  // ---------------------------------------------------------------------------------------------
+  // NOTE: K^T in panels of NR keys, each [pairs(d)][NR] pairs of columns (keys past the capacity
+  // zero), then V as [pairs of keys][padded_dim(d)] pairs of keys (columns past d zero, an odd
+  // capacity's missing key zero). A score step streams one pair row of a panel (NR pairs, 2
+  // vectors); a blend step one pair of V rows.
+  static std::size_t pairs(std::size_t d) { return (d + 1) / 2; }
+  static std::size_t packed_bytes(std::size_t capacity, std::size_t d) {
+    return (S::padded_keys(capacity) * pairs(d) + round_up(capacity, 2) / 2 * S::padded_dim(d)) *
+           sizeof(Pair);
+  }
+  static const Pair* packed_v(const Pair* kt, std::size_t capacity, std::size_t d) {
+    return kt + S::padded_keys(capacity) * pairs(d);
+  }
+
+  // Keys [first, last) of a head laid out for `capacity` keys, rounded to bfloat16 (the scalar
+  // rounding of storage.hpp, through its vector form): disjoint ranges write disjoint bytes, save
+  // the two halves of a V pair, which an odd `first` shares with the range before it (a KvCache's
+  // appends are sequential; the driver's ranges are even).
+  static void pack(const float* k, const float* v, std::size_t capacity, std::size_t d,
+                   std::size_t first, std::size_t last, void* out) {
+    auto* kt = static_cast<std::uint16_t*>(out);
+    const std::size_t pd = pairs(d), dp = S::padded_dim(d);
+    std::uint16_t* pv = kt + 2 * S::padded_keys(capacity) * pd;
+    BFloat16 row[S::kRoundChunk];
+    for (std::size_t j = first; j < last; ++j) {
+      std::uint16_t* panel = kt + 2 * (j / NR * NR * pd) + 2 * (j % NR);
+      std::uint16_t* vrow = pv + 2 * (j / 2 * dp) + j % 2;
+      for (std::size_t c0 = 0; c0 < d; c0 += S::kRoundChunk) {
+        const std::size_t n = min_of(S::kRoundChunk, d - c0);
+        S::round_array(k + (j - first) * d + c0, row, n);
+        for (std::size_t c = c0; c < c0 + n; ++c)
+          panel[2 * (c / 2 * NR) + c % 2] = static_cast<std::uint16_t>(row[c - c0]);
+        S::round_array(v + (j - first) * d + c0, row, n);
+        for (std::size_t c = c0; c < c0 + n; ++c)
+          vrow[2 * c] = static_cast<std::uint16_t>(row[c - c0]);
+      }
+      if (d % 2 != 0) panel[2 * (d / 2 * NR) + 1] = 0;
+      for (std::size_t c = d; c < dp; ++c) vrow[2 * c] = 0;
+    }
+    if (last == capacity) {  // zero keys up to the whole panel, and the odd capacity's pair half
+      for (std::size_t j = capacity; j < S::padded_keys(capacity); ++j) {
+        std::uint16_t* panel = kt + 2 * (j / NR * NR * pd) + 2 * (j % NR);
+        for (std::size_t c2 = 0; c2 < pd; ++c2) panel[2 * c2 * NR] = panel[2 * c2 * NR + 1] = 0;
+      }
+      if (capacity % 2 != 0) {
+        std::uint16_t* vrow = pv + 2 * (capacity / 2 * dp) + 1;
+        for (std::size_t c = 0; c < dp; ++c) vrow[2 * c] = 0;
+      }
+    }
+  }
+
+  // Q rows [0, rows) in groups of `group` <= MR rows, group k at out + k MR pairs(d) as
+  // [pairs(d)][MR] pairs of columns rounded to bfloat16 (odd d: a zero column).
+  static void pack_q(const float* q, std::size_t rows, std::size_t group, std::size_t d,
+                     Pair* out) {
+    const std::size_t pd = pairs(d);
+    for (std::size_t g = 0; g < rows; g += group) {
+      const std::size_t mr = min_of(group, rows - g);
+      Pair* packed = out + g / group * MR * pd;
+      for (std::size_t r = 0; r < mr; ++r) {
+        const float* row = q + (g + r) * d;
+        for (std::size_t c2 = 0; c2 < pd; ++c2) {
+          const Pair low = bfloat16_bits(row[2 * c2]);
+          const Pair high = 2 * c2 + 1 < d ? bfloat16_bits(row[2 * c2 + 1]) : 0;
+          packed[c2 * MR + r] = low | high << 16;
+        }
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Micro-kernels: as Simd's score_tile and blend_tile, a pair per step
+  // ---------------------------------------------------------------------------------------------
+  static __m512 dot_pairs(__m512 acc, __m512i a, __m512i b) {
+    return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
+  }
+
+  // S[r][keys of vectors first..first + V) = q_r . K^T for R rows of a packed Q group.
+  template <std::size_t R, std::size_t V>
+  static void score_tile(const Pair* q, std::size_t pd, const Pair* kt, std::size_t first, float* s,
+                         std::size_t s_stride) {
+    const Pair* at[V];
+#pragma GCC unroll 8
+    for (std::size_t x = 0; x < V; ++x)
+      at[x] = kt + (first + x) / 2 * NR * pd + (first + x) % 2 * W;
+    __m512 acc[R][V];
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (std::size_t x = 0; x < V; ++x) acc[r][x] = _mm512_setzero_ps();
+    }
+    for (std::size_t c2 = 0; c2 < pd; ++c2) {
+      __m512i k[V];
+#pragma GCC unroll 8
+      for (std::size_t x = 0; x < V; ++x) k[x] = _mm512_load_si512(at[x] + c2 * NR);
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < R; ++r) {
+        const __m512i a = _mm512_set1_epi32(static_cast<int>(q[c2 * MR + r]));
+#pragma GCC unroll 8
+        for (std::size_t x = 0; x < V; ++x) acc[r][x] = dot_pairs(acc[r][x], a, k[x]);
+      }
+    }
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (std::size_t x = 0; x < V; ++x)
+        _mm512_store_ps(s + r * s_stride + (first + x) * W, acc[r][x]);
+    }
+  }
+
+  template <std::size_t Ss>
+  static void score_rows(std::size_t rows, const Pair* q, std::size_t pd, const Pair* kt,
+                         std::size_t panels, float* s) {
+    S::with_rows(rows, [&](auto r) {
+      constexpr std::size_t R = decltype(r)::value, V = S::tile_vectors(R);
+      const std::size_t vectors = 2 * panels;
+      std::size_t x = 0;
+      for (; x + V <= vectors; x += V) score_tile<R, V>(q, pd, kt, x, s, Ss);
+      if constexpr (V > 2) {
+        for (; x + 2 <= vectors; x += 2) score_tile<R, 2>(q, pd, kt, x, s, Ss);
+        if (x < vectors) score_tile<R, 1>(q, pd, kt, x, s, Ss);
+      }
+    });
+  }
+
+  // O[r][0..NV W) = alpha_r O[r] + sum over `pairs` key pairs of P[r] V, P[r][pair jp] at
+  // p[r * Ps + jp]; `half_last`: the last pair's second key is past the row's keys (its P is 0,
+  // and its V, which may hold anything, is masked out: 0 x NaN would be NaN).
+  template <std::size_t R, std::size_t NV, std::size_t Ps>
+  static void blend_tile(const Pair* p, const Pair* v, std::size_t dp, std::size_t pairs,
+                         bool half_last, const float* alpha, float* o) {
+    __m512 acc[R][NV];
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (std::size_t x = 0; x < NV; ++x) {
+        acc[r][x] = _mm512_load_ps(o + r * dp + x * W);
+        if (alpha != nullptr) acc[r][x] = _mm512_mul_ps(acc[r][x], _mm512_set1_ps(alpha[r]));
+      }
+    }
+    auto step = [&](std::size_t jp, __mmask32 keep) {
+      __m512i vj[NV];
+#pragma GCC unroll 8
+      for (std::size_t x = 0; x < NV; ++x)
+        vj[x] = _mm512_maskz_mov_epi16(keep, _mm512_load_si512(v + jp * dp + x * W));
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < R; ++r) {
+        const __m512i a = _mm512_set1_epi32(static_cast<int>(p[r * Ps + jp]));
+#pragma GCC unroll 8
+        for (std::size_t x = 0; x < NV; ++x) acc[r][x] = dot_pairs(acc[r][x], a, vj[x]);
+      }
+    };
+    const std::size_t whole = half_last ? pairs - 1 : pairs;
+    for (std::size_t jp = 0; jp < whole; ++jp) step(jp, ~__mmask32{0});
+    if (half_last) step(whole, 0x55555555u);  // each pair's first key
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (std::size_t x = 0; x < NV; ++x) _mm512_store_ps(o + r * dp + x * W, acc[r][x]);
+    }
+  }
+
+  template <std::size_t Ps>
+  static void blend_rows(std::size_t rows, const Pair* p, const Pair* v, std::size_t dp,
+                         std::size_t pairs, bool half_last, const float* alpha, float* o) {
+    S::with_rows(rows, [&](auto r) {
+      constexpr std::size_t R = decltype(r)::value, NV = S::tile_vectors(R);
+      std::size_t c = 0;
+      for (; c + NV * W <= dp; c += NV * W)
+        blend_tile<R, NV, Ps>(p, v + c, dp, pairs, half_last, alpha, o + c);
+      if constexpr (NV > 2) {
+        for (; c + S::NR <= dp; c += S::NR)
+          blend_tile<R, 2, Ps>(p, v + c, dp, pairs, half_last, alpha, o + c);
+      }
+      if (c < dp) blend_tile<R, 1, Ps>(p, v + c, dp, pairs, half_last, alpha, o + c);
+    });
+  }
+
+  // O = O * alpha + P V for the group: every row over the whole pairs of keys they all see, then
+  // each row's tail alone (no row multiplies a V it does not see); per row the same pairs in the
+  // same order whatever the group.
+  template <std::size_t Ps>
+  static void blend_group(std::size_t mr, const typename S::BlockKeys& keys, const Pair* p,
+                          const Pair* v, std::size_t dp, const float* alpha, float* o) {
+    const std::size_t common = keys.common / 2;
+    if (common > 0 || alpha != nullptr) blend_rows<Ps>(mr, p, v, dp, common, false, alpha, o);
+    for (std::size_t r = 0; r < mr; ++r) {
+      const std::size_t pairs = (keys.count[r] + 1) / 2;
+      if (pairs > common) {
+        blend_rows<Ps>(1, p + r * Ps + common, v + common * dp, dp, pairs - common,
+                       keys.count[r] % 2 != 0, nullptr, o + r * dp);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The forward: rows `rows` against keys `keys` (keys.begin a multiple of the key block), as
+  // TiledSimd::compute without its decode and L3 paths: query blocks of Simd::query_block rows,
+  // key blocks of Simd::key_block keys, group after group over each block.
+  // ---------------------------------------------------------------------------------------------
+  static void compute(const HeadProblem& head, RowRange rows, KeyRange keys,
+                      const PartialRows* partial, Workspace& ws) {
+    const std::size_t d = head.head_dim;
+    const std::size_t dp = S::padded_dim(d), pd = pairs(d);
+    const std::size_t Bc = S::key_block(dp);
+    const std::size_t Br = min_of(S::query_block(dp), rows.end - rows.begin);
+    constexpr std::size_t Ss = S::kTileStride;  // score tile row stride (floats)
+    constexpr std::size_t Ps = Ss / 2;          // weight row stride (pairs)
+    float* s_tile = ws.take<float>(MR * Ss);
+    Pair* p_tile = ws.take<Pair>(MR * Ps);
+    float* o_acc = ws.take<float>(Br * dp);
+    float* m = ws.take<float>(Br);
+    float* l = ws.take<float>(Br);
+    float* alpha = ws.take<float>(MR);
+    Pair* q_packed = ws.take<Pair>(round_up(Br, MR) * pd);
+    const Pair* kt = static_cast<const Pair*>(head.kv_packed);
+    const Pair* v = packed_v(kt, head.kv_capacity, d);
+
+    for (std::size_t i0 = rows.begin; i0 < rows.end; i0 += Br) {
+      const std::size_t br = min_of(Br, rows.end - i0);
+      const std::size_t group = row_group(br, MR);
+      for (std::size_t r = 0; r < br; ++r) {
+        m[r] = kMinusInf;
+        l[r] = 0.0f;
+      }
+      for (std::size_t x = 0; x < br * dp; ++x) o_acc[x] = 0.0f;
+      pack_q(head.q + i0 * d, br, group, d, q_packed);
+      // Key blocks past the last row's visible keys lie wholly above the causal diagonal.
+      const std::size_t last_key = min_of(head.widest_visible(i0, br), keys.end);
+      for (std::size_t j0 = keys.begin; j0 < last_key; j0 += Bc) {
+        const std::size_t bc = min_of(Bc, last_key - j0);
+        for (std::size_t g = 0; g < br; g += group) {
+          const std::size_t mr = min_of(group, br - g);
+          const auto seen = S::block_keys(head, i0 + g, mr, j0, bc);
+          if (seen.widest == 0) continue;
+          score_rows<Ss>(mr, q_packed + g / group * MR * pd, pd, kt + j0 * pd,
+                         (seen.widest + NR - 1) / NR, s_tile);
+          bool rescale = false;
+          for (std::size_t r = 0; r < mr; ++r) {  // the float32 kernel's online softmax
+            float* s_r = s_tile + r * Ss;
+            const float block_max = S::scale_and_max(s_r, seen.count[r], head.scale);
+            const float m_old = m[g + r];
+            const float m_new = block_max > m_old ? block_max : m_old;
+            const float m_ref = max_reference(m_new);
+            alpha[r] = 1.0f;
+            if (m_new != m_old) {
+              alpha[r] = scalar_exp(m_old - m_ref);
+              rescale = true;
+              m[g + r] = m_new;
+            }
+            // P = exp(scale S - m) rounded to bfloat16 pairs as it is stored (zero past the
+            // row's keys to the end of their vector: an odd row's last pair is (P, 0))
+            auto* p_row = reinterpret_cast<std::uint16_t*>(p_tile + r * Ps);
+            const auto round = [p_row](typename S::batch p, std::size_t j) {
+              const __m256bh b = _mm512_cvtneps_pbh(static_cast<__m512>(p));
+              _mm256_storeu_si256(reinterpret_cast<__m256i*>(p_row + j),
+                                  reinterpret_cast<__m256i>(b));
+            };
+            l[g + r] = S::mul_add(l[g + r], alpha[r],
+                                  S::exp_and_sum(s_r, seen.count[r], head.scale, m_ref, round));
+          }
+          blend_group<Ps>(mr, seen, p_tile, v + j0 / 2 * dp, dp, rescale ? alpha : nullptr,
+                          o_acc + g * dp);
+        }
+      }
+      for (std::size_t r = 0; r < br; ++r) {
+        if (partial) {
+          const std::size_t at = i0 + r - rows.begin;
+          for (std::size_t x = 0; x < d; ++x) partial->o[at * d + x] = o_acc[r * dp + x];
+          partial->m[at] = m[r];
+          partial->l[at] = l[r];
+        } else {
+          S::write_row(o_acc + r * dp, inverse_sum(l[r]), l[r] == 0.0f, d, head.o + (i0 + r) * d);
+          if (head.lse) head.lse[i0 + r] = log_sum_exp(m[r], l[r]);
+        }
+      }
+    }
+  }
+
+  static void rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
+    compute(head, rows, KeyRange{0, head.kv_len}, nullptr, ws);
+  }
+  static void partial_rows(const HeadProblem& head, RowRange rows, KeyRange keys, PartialRows out,
+                           Workspace& ws) {
+    compute(head, rows, keys, &out, ws);
+  }
+  static std::size_t query_block(std::size_t head_dim) {
+    return S::query_block(S::padded_dim(head_dim));
+  }
+  static ForwardBlocking blocking(std::size_t head_dim) {
+    const std::size_t dp = S::padded_dim(head_dim);
+    return {.query_block = S::query_block(dp),
+            .key_block = S::key_block(dp),
+            .mr = MR,
+            .nr = NR,
+            .padded_dim = dp};
+  }
+
+  static constexpr KernelCode code() {
+    return KernelCode{.forward = {.rows = rows,
+                                  .partial = partial_rows,
+                                  .query_block = query_block,
+                                  .blocking = blocking},
+                      .packing = {packed_bytes, pack}};
+  }
+};
+
+}  // namespace
+}  // namespace attnbench::kernels

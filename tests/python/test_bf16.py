@@ -1,0 +1,61 @@
+"""attention() with a bf16-products kernel (python/attnbench_module.cpp): bfloat16 arrays as NumPy
+users hold them (ml_dtypes.bfloat16) taken as their float32 values, and the result against the
+float64 reference on the bfloat16-rounded inputs within one bfloat16 rounding of the weights.
+
+ctest runs it with python_test (tests/CMakeLists.txt), the built package on PYTHONPATH.
+"""
+import unittest
+
+import numpy as np
+
+import attnbench
+
+from numpy_reference import attention as reference  # noqa: E402
+
+try:
+    import ml_dtypes
+except ImportError:  # the project's .venv has it
+    ml_dtypes = None
+
+
+def normal(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+
+
+def bf16_kernels():
+    return [k["name"] for k in attnbench.kernels() if k["available"] and k["products"] == "bf16"]
+
+
+@unittest.skipIf(ml_dtypes is None, "ml_dtypes not installed")
+class Bf16Products(unittest.TestCase):
+    def test_listed_with_their_products_and_storage(self):
+        for k in attnbench.kernels():
+            if k["products"] == "bf16":
+                self.assertEqual(k["kv_dtypes"], ["bf16"])
+                self.assertFalse(k["has_backward"])
+        self.assertIn("tiled/scalar-bf16", bf16_kernels())  # runs on every CPU
+
+    def test_within_one_weight_rounding_of_the_rounded_reference(self):
+        for qs, ks in (((1, 24), (53, 24)), ((4, 37, 16), (2, 70, 16)), ((2, 4, 3, 5), (2, 1, 130, 5))):
+            q, k, v = normal(*qs, seed=1), normal(*ks, seed=2), normal(*ks, seed=3)
+            q16, k16, v16 = (x.astype(ml_dtypes.bfloat16) for x in (q, k, v))
+            want = reference(*(x.astype(np.float32) for x in (q16, k16, v16)), False)
+            for kernel in bf16_kernels():
+                o = attnbench.attention(q, k, v, kernel=kernel)
+                self.assertEqual((o.shape, o.dtype), (q.shape, np.float32))
+                # each weight rounded once (2^-8 relative), V's mix moved by at most that
+                np.testing.assert_allclose(o, want, atol=2 ** -8 * np.abs(v16.astype(np.float32)).max(),
+                                           err_msg=f"{kernel} {qs}")
+                self.assertGreater(np.abs(o - reference(q, k, v, False)).max(), 1e-5)  # rounding is real
+                # bfloat16 arrays are their float32 values: the same call, bit for bit
+                o16 = attnbench.attention(q16, k16, v16, kernel=kernel)
+                self.assertTrue(np.array_equal(o16.view(np.uint32), o.view(np.uint32)), kernel)
+
+    def test_float16_storage_is_refused_naming_the_argument(self):
+        q = normal(4, 8)
+        with self.assertRaisesRegex(attnbench.Error, r"^kv_dtype = f16: kernel tiled/scalar-bf16 stores K and V as bf16"):
+            attnbench.attention(q, q, q, kernel="tiled/scalar-bf16", kv_dtype="f16")
+
+
+if __name__ == "__main__":
+    unittest.main()
