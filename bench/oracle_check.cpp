@@ -9,7 +9,15 @@
 namespace attnbench::bench {
 
 OracleCheck check_against_oracle(const Shape& shape, const Options& options, const Tensors& io,
-                                 std::size_t max_rows) {
+                                 std::size_t max_rows, Products products) {
+  const bool bf16 = products == Products::bf16;
+  auto rounded = [bf16](const float* x, std::size_t n, std::vector<float>& out) {
+    if (!bf16) return x;
+    out.resize(n);
+    for (std::size_t i = 0; i < n; ++i) out[i] = round_to(KvType::bf16, x[i]);
+    return static_cast<const float*>(out.data());
+  };
+  std::vector<float> q16, k16, v16;
   OracleCheck check;
   const std::size_t d = shape.head_dim;
   const std::size_t rows = max_rows < shape.q_len ? max_rows : shape.q_len;
@@ -37,12 +45,19 @@ OracleCheck check_against_oracle(const Shape& shape, const Options& options, con
         Shape row_shape{.q_len = 1, .kv_len = visible, .head_dim = d};
         Options row_options;
         row_options.scale = effective_scale(shape, options);
-        reference_attention(row_shape, row_options, io.q + at.q + i * d, io.k + at.kv, io.v + at.kv,
-                            ref.data());
-        const testing::ProblemView row{row_shape, row_options, io.q + at.q + i * d, io.k + at.kv,
-                                       io.v + at.kv};
-        testing::compare_row(row, out, ref.data(), 0, 0, 0, testing::row_bound(row, 0, 0, 0),
-                             result);
+        const float* q = rounded(io.q + at.q + i * d, d, q16);
+        const float* k = rounded(io.k + at.kv, visible * d, k16);
+        const float* v = rounded(io.v + at.kv, visible * d, v16);
+        reference_attention(row_shape, row_options, q, k, v, ref.data());
+        const testing::ProblemView row{row_shape, row_options, q, k, v};
+        const testing::RowConditioning rc = testing::row_conditioning(row, 0, 0, 0);
+        double bound = testing::row_bound(rc, d);
+        if (bf16) {  // the weights' and the output's bfloat16 rounding
+          double largest = 0;
+          for (std::size_t c = 0; c < d; ++c) largest = std::fmax(largest, std::fabs(ref[c]));
+          bound += std::ldexp(rc.vmax + largest, -8);
+        }
+        testing::compare_row(row, out, ref.data(), 0, 0, 0, bound, result);
         if (result.mismatch) {
           result.mismatch->batch = b;
           result.mismatch->head = h;

@@ -23,8 +23,12 @@ struct OracleCheck {
 
 // Checks `max_rows` query rows of every (batch, head), evenly spaced and including the first and
 // the last (every row when q_len <= max_rows), of `o` against the oracle.
+// Products::bf16: an implementation that computes with bfloat16 products (attnbench's bf16
+// kernels, a peer's bf16 attention): the oracle on Q, K and V rounded to bfloat16, the bound
+// widened by one bfloat16 rounding of the weights and one of the output (2^-8 (Vmax + |o|)), as a
+// peer returning bfloat16 rounds it.
 OracleCheck check_against_oracle(const Shape& shape, const Options& options, const Tensors& io,
-                                 std::size_t max_rows);
+                                 std::size_t max_rows, Products products = Products::f32);
 
 // `kernel`'s forward (for O and LSE) and backward on seeded standard-normal Q, K, V and dO of
 // `shape`, every element of dQ, dK and dV against the float64 backward oracle under

@@ -67,6 +67,10 @@ build/bin/attnbench_bench --preset="$preset" --contenders \
   "${extra[@]}" | tee "$out/contenders_console.txt"
 "$python" scripts/contenders.py --preset "$preset" --lib build/lib/libattnbench_capi.so \
   --out "$out/python_contenders.json" ${filter:+--filter "$filter"}
+# The bf16 window: attnbench's bf16-products kernel beside PyTorch's bf16 SDPA on the same bfloat16
+# values (its attnbench points fail as unsupported where the CPU lacks AVX512_BF16).
+"$python" scripts/contenders.py --preset "$preset" --lib build/lib/libattnbench_capi.so --dtype bf16 \
+  --out "$out/python_contenders_bf16.json" ${filter:+--filter "$filter"}
 took contenders
 # The decode window: decoding against a persistent KV cache in each storage type, the decode loop
 # and prefill, its repetitions interleaved at random so the ratios between types are fair.

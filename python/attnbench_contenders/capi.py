@@ -52,10 +52,11 @@ class Capi:
         self.lib.attnbench_c_check_gradients.restype = ctypes.c_int
         self.lib.attnbench_c_check_gradients.argtypes = [size, size, ctypes.c_int] + [f32] * 7 + [
             ctypes.POINTER(ctypes.c_double), ctypes.c_char_p, size]
-        self.lib.attnbench_c_check.restype = ctypes.c_int
-        self.lib.attnbench_c_check.argtypes = [
-            ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int, f32, f32, f32, f32, ctypes.c_size_t,
-            ctypes.POINTER(ctypes.c_double), ctypes.c_char_p, ctypes.c_size_t]
+        for check in (self.lib.attnbench_c_check, self.lib.attnbench_c_check_bf16):
+            check.restype = ctypes.c_int
+            check.argtypes = [
+                ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int, f32, f32, f32, f32, ctypes.c_size_t,
+                ctypes.POINTER(ctypes.c_double), ctypes.c_char_p, ctypes.c_size_t]
 
     def preset(self, name: str, all_threads: int) -> tuple[list[dict], int, float, float]:
         cap = 256
@@ -147,12 +148,15 @@ class Capi:
                                                       ctypes.byref(worst), failure, len(failure))
         return bool(passed), worst.value, failure.value.decode()
 
-    def check(self, q, k, v, o, causal: bool) -> tuple[bool, float, str]:
+    def check(self, q, k, v, o, causal: bool, bf16: bool = False) -> tuple[bool, float, str]:
+        """O of one head against the oracle; `bf16`: on bfloat16-rounded inputs, allowing one bfloat16
+        rounding of the weights and of the output (a bf16 implementation's check)."""
         worst = ctypes.c_double()
         failure = ctypes.create_string_buffer(512)
         n, d = q.shape
-        passed = self.lib.attnbench_c_check(n, d, int(causal), _ptr(q), _ptr(k), _ptr(v), _ptr(o), CHECK_ROWS,
-                                            ctypes.byref(worst), failure, len(failure))
+        check = self.lib.attnbench_c_check_bf16 if bf16 else self.lib.attnbench_c_check
+        passed = check(n, d, int(causal), _ptr(q), _ptr(k), _ptr(v), _ptr(o), CHECK_ROWS,
+                       ctypes.byref(worst), failure, len(failure))
         return bool(passed), worst.value, failure.value.decode()
 
 

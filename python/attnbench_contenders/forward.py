@@ -38,11 +38,16 @@ class Attnbench(Contender):
     def __init__(self, capi: Capi, kernel: str):
         self.capi, self.name = capi, capi.resolve(kernel)
         self.kernel = self.name.encode()
+        # a dispatching name resolves to itself only where no variant runs (bf16 without AVX512_BF16)
+        self.unavailable = self.name == kernel and kernel.count("/") == 1
         role, fused = capi.role(self.name)
         self.description = {"role": role, "library": "attnbench",
                             "version": capi.lib.attnbench_c_version().decode(),
                             "threading": "oneTBB task_arena of the call's threads", "fused": fused,
                             "how": "the registry kernel through libattnbench_capi.so (ctypes), timed from Python"}
+
+    def unsupported(self, point):
+        return f"unsupported: this CPU runs no variant of {self.name}" if self.unavailable else ""
 
     def prepare(self, point, q, k, v):
         super().prepare(point, q, k, v)
@@ -191,6 +196,27 @@ class TorchSdpa(TorchContender):
         with torch.no_grad():
             self.o = torch.nn.functional.scaled_dot_product_attention(
                 self.tq[None, None], self.tk[None, None], self.tv[None, None], is_causal=self.point["causal"])[0, 0]
+
+
+class TorchSdpaBf16(TorchSdpa):
+    """The same call on bfloat16 tensors (Q, K, V converted once, exactly: the window's values are
+    bfloat16 values), PyTorch's bf16 flash kernel on the CPU; O comes back in bfloat16."""
+
+    def __init__(self, blas: OpenBlas):
+        super().__init__(blas)
+        path = sdpa_path(torch.zeros((1, 1, 64, 64), dtype=torch.bfloat16)) if torch is not None else "not installed"
+        self.fused = path == "flash_attention"
+        self.description = dict(self.description, fused=self.fused, dtype="bf16",
+                                how=f"torch.nn.functional.scaled_dot_product_attention on bfloat16 (1, 1, n, d), "
+                                    f"is_causal (its CPU path: {path})")
+
+    def prepare(self, point, q, k, v):
+        super().prepare(point, q, k, v)
+        self.tq, self.tk, self.tv = (t.to(torch.bfloat16) for t in (self.tq, self.tk, self.tv))
+        self.label = f"{sdpa_path(self.tq[None, None], point['causal'])} bf16 (torch._fused_sdp_choice)"
+
+    def output(self):
+        return np.ascontiguousarray(self.o.float().numpy(), dtype=np.float32)
 
 
 class OpenVinoSdpa(Contender):

@@ -21,7 +21,7 @@ import numpy as np
 from . import __doc__ as PACKAGE_DOC
 from .capi import Capi, OpenBlas
 from .forward import (Attnbench, NumpyInplace, NumpyTextbook, OnnxRuntimeMha, OpenVinoSdpa, TorchMatmul,
-                      TorchSdpa)
+                      TorchSdpa, TorchSdpaBf16)
 from . import passes
 from .isolation import Isolated
 from .libraries import onnxruntime, openvino, torch, torch_blas
@@ -69,6 +69,9 @@ def arrays(p: dict, seed: int = 1) -> tuple:
         return q, k, v, None
     q, k, v = (gen.standard_normal((p["n"], p["d"]), dtype=np.float32) for _ in range(3))
     d_o = gen.standard_normal((p["n"], p["d"]), dtype=np.float32) if p["pass"] == "forward+backward" else None
+    if p.get("dtype") == "bf16":  # bfloat16 values, held in float32: every contender takes them exactly
+        import ml_dtypes
+        q, k, v = (x.astype(ml_dtypes.bfloat16).astype(np.float32) for x in (q, k, v))
     return q, k, v, d_o
 
 
@@ -93,8 +96,10 @@ def prepare_checked(c, p: dict, capi: Capi, inputs: tuple) -> tuple:
     call = time.perf_counter() - start
     if p["pass"] == "forward+backward":
         return call, worst, ""  # its gradients were checked above, on the smaller problem
-    check = capi.check_gqa if p["pass"] == "decode" else capi.check
-    passed, worst, failure = check(q, k, v, c.output(), p["causal"])
+    if p["pass"] == "decode":
+        passed, worst, failure = capi.check_gqa(q, k, v, c.output(), p["causal"])
+    else:
+        passed, worst, failure = capi.check(q, k, v, c.output(), p["causal"], bf16=p.get("dtype") == "bf16")
     return call, worst, "" if passed else failure
 
 
@@ -177,6 +182,12 @@ def contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
                        passes.TorchSdpaDecode(torch_sdpa.description)]}
 
 
+def bf16_contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
+    """The bf16 window's contenders: attnbench's bf16-products kernel against PyTorch's bf16 SDPA, on
+    the same bfloat16 values (the forward only, for now)."""
+    return {"forward": [Attnbench(capi, "tiled/simd-bf16"), TorchSdpaBf16(blas)]}
+
+
 def further_points(capi: Capi, preset: str, forward: list) -> list:
     """The preset's training-step points (its lengths, at the forward points' head dims and thread
     counts, not causal and causal) and decode points (the Llama layout over its cache lengths)."""
@@ -209,13 +220,22 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="'all' threads")
     parser.add_argument("--point-timeout", type=float, default=0,
                         help="seconds a point's worker may take before it is ended (default: from the budget)")
-    parser.add_argument("--factory", default="attnbench_contenders.window:contenders_by_pass",
-                        help="module:function(capi, blas) -> {pass: [contenders]} the worker builds")
+    parser.add_argument("--factory", default="",
+                        help="module:function(capi, blas) -> {pass: [contenders]} the worker builds "
+                             "(default: contenders_by_pass, or bf16_contenders_by_pass with --dtype bf16)")
+    parser.add_argument("--dtype", choices=("f32", "bf16"), default="f32",
+                        help="bf16: the bf16 window (bfloat16 values, bf16 implementations, the forward)")
     args = parser.parse_args(argv)
+    bf16 = args.dtype == "bf16"
+    args.factory = args.factory or ("attnbench_contenders.window:" +
+                                    ("bf16_contenders_by_pass" if bf16 else "contenders_by_pass"))
 
     capi, blas = Capi(args.lib), OpenBlas()
     forward, reps, min_time, budget = capi.preset(args.preset, args.threads)
-    points = [dict(p, **{"pass": "forward"}) for p in forward] + further_points(capi, args.preset, forward)
+    if bf16:
+        points = [dict(p, **{"pass": "forward", "dtype": "bf16"}) for p in forward]
+    else:
+        points = [dict(p, **{"pass": "forward"}) for p in forward] + further_points(capi, args.preset, forward)
     module, function = args.factory.split(":")
     by_pass = getattr(importlib.import_module(module), function)(capi, blas)
     contenders = by_pass["forward"]
@@ -223,7 +243,8 @@ def main(argv=None) -> int:
     context = {
         "date": datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds"),
         "host_name": socket.gethostname(), "executable": " ".join([sys.executable] + sys.argv),
-        "num_cpus": os.cpu_count(), "attnbench_window": "python", "attnbench_preset": args.preset,
+        "num_cpus": os.cpu_count(), "attnbench_window": "python bf16" if bf16 else "python",
+        "dtype": args.dtype, "attnbench_preset": args.preset,
         "threads_all": str(args.threads), "cpu_model": cpu_model(), "python_version": platform.python_version(),
         "numpy_version": np.__version__, "torch_version": torch.__version__ if torch is not None else "missing",
         "openvino_version": openvino.get_version() if openvino is not None else "missing",

@@ -47,36 +47,62 @@ struct TiledBf16 : Simd<Arch> {
   // Keys [first, last) of a head laid out for `capacity` keys, rounded to bfloat16 (the scalar
   // rounding of storage.hpp, through its vector form): disjoint ranges write disjoint bytes, save
   // the two halves of a V pair, which an odd `first` shares with the range before it (a KvCache's
-  // appends are sequential; the driver's ranges are even).
+  // appends are sequential; the driver's ranges are even). A key's rounded row, read as pairs, is
+  // its column of the K^T panel; two keys' rows interleaved are their pair of V rows.
   static void pack(const float* k, const float* v, std::size_t capacity, std::size_t d,
                    std::size_t first, std::size_t last, void* out) {
-    auto* kt = static_cast<std::uint16_t*>(out);
+    Pair* kt = static_cast<Pair*>(out);
     const std::size_t pd = pairs(d), dp = S::padded_dim(d);
-    std::uint16_t* pv = kt + 2 * S::padded_keys(capacity) * pd;
-    BFloat16 row[S::kRoundChunk];
+    Pair* pv = kt + S::padded_keys(capacity) * pd;
+    constexpr std::size_t C = S::kRoundChunk;  // columns a step: even, whole vectors
+    static_assert(C % (2 * W) == 0, "a chunk must be whole pairs of vectors");
+    alignas(64) BFloat16 a[C], b[C];
+    auto round_chunk = [d](const float* row, std::size_t c0, BFloat16* to) {
+      const std::size_t n = min_of(C, d - c0);
+      S::round_array(row + c0, to, n);
+      for (std::size_t c = n; c < C; ++c) to[c] = BFloat16{};  // odd d's pair, V's padding
+      return n;
+    };
     for (std::size_t j = first; j < last; ++j) {
-      std::uint16_t* panel = kt + 2 * (j / NR * NR * pd) + 2 * (j % NR);
-      std::uint16_t* vrow = pv + 2 * (j / 2 * dp) + j % 2;
-      for (std::size_t c0 = 0; c0 < d; c0 += S::kRoundChunk) {
-        const std::size_t n = min_of(S::kRoundChunk, d - c0);
-        S::round_array(k + (j - first) * d + c0, row, n);
-        for (std::size_t c = c0; c < c0 + n; ++c)
-          panel[2 * (c / 2 * NR) + c % 2] = static_cast<std::uint16_t>(row[c - c0]);
-        S::round_array(v + (j - first) * d + c0, row, n);
-        for (std::size_t c = c0; c < c0 + n; ++c)
-          vrow[2 * c] = static_cast<std::uint16_t>(row[c - c0]);
+      const bool pair = j % 2 == 0 && j + 1 < last;  // j and j + 1 fill a pair of V rows
+      for (std::size_t c0 = 0; c0 < d; c0 += C) {    // (dp - d < W: c0 < dp means c0 < d)
+        for (std::size_t key = j; key <= j + pair; ++key) {
+          Pair* panel = kt + key / NR * NR * pd + key % NR;
+          const std::size_t n = round_chunk(k + (key - first) * d, c0, a);
+          for (std::size_t c2 = 0; 2 * c2 < n; ++c2) {
+            Pair word;
+            __builtin_memcpy(&word, a + 2 * c2, sizeof word);
+            panel[(c0 / 2 + c2) * NR] = word;
+          }
+        }
+        round_chunk(v + (j - first) * d, c0, a);
+        if (pair) round_chunk(v + (j + 1 - first) * d, c0, b);
+        Pair* vrow = pv + j / 2 * dp + c0;
+        for (std::size_t c = 0; c < C && c0 + c < dp; c += W) {
+          const __m512i lo =
+              _mm512_cvtepu16_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(a + c)));
+          if (pair) {
+            const __m512i hi =
+                _mm512_cvtepu16_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(b + c)));
+            _mm512_storeu_si512(vrow + c, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+          } else {  // one key: its half of each pair only (16-bit stores)
+            auto* half = reinterpret_cast<std::uint16_t*>(vrow + c) + j % 2;
+            alignas(64) std::uint32_t words[W];
+            _mm512_store_si512(words, lo);
+            for (std::size_t x = 0; x < W; ++x) half[2 * x] = static_cast<std::uint16_t>(words[x]);
+          }
+        }
       }
-      if (d % 2 != 0) panel[2 * (d / 2 * NR) + 1] = 0;
-      for (std::size_t c = d; c < dp; ++c) vrow[2 * c] = 0;
+      if (pair) ++j;
     }
     if (last == capacity) {  // zero keys up to the whole panel, and the odd capacity's pair half
       for (std::size_t j = capacity; j < S::padded_keys(capacity); ++j) {
-        std::uint16_t* panel = kt + 2 * (j / NR * NR * pd) + 2 * (j % NR);
-        for (std::size_t c2 = 0; c2 < pd; ++c2) panel[2 * c2 * NR] = panel[2 * c2 * NR + 1] = 0;
+        Pair* panel = kt + j / NR * NR * pd + j % NR;
+        for (std::size_t c2 = 0; c2 < pd; ++c2) panel[c2 * NR] = 0;
       }
       if (capacity % 2 != 0) {
-        std::uint16_t* vrow = pv + 2 * (capacity / 2 * dp) + 1;
-        for (std::size_t c = 0; c < dp; ++c) vrow[2 * c] = 0;
+        auto* half = reinterpret_cast<std::uint16_t*>(pv + capacity / 2 * dp) + 1;
+        for (std::size_t c = 0; c < dp; ++c) half[2 * c] = 0;
       }
     }
   }

@@ -44,6 +44,8 @@ COUNT_PREFIX = "count_"
 STATS = ("median", "mean", "cv")
 
 _STATUSES = ("skipped", "missing", "unsupported", "failed")
+# A bf16-products kernel's backend ends in it ("tiled/simd-bf16/avx512bf16").
+BF16_SUFFIX = "-bf16"
 # The `pass` column's values (the Record field is `pass_`: `pass` is a Python keyword).
 PASSES = ("forward", "backward", "forward+backward")
 _TIME_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
@@ -189,7 +191,7 @@ class Record:
     strategy: str
     backend: str
     isa: str  # "" for kernels without an ISA
-    family: str  # "matrix" (n: one square head), "decode" (q_len < kv_len) or "gqa" (several heads)
+    family: str  # "matrix" (n: one square head), "decode" (q_len < kv_len), "gqa" (several heads) or "bf16" (a bf16-products kernel's square point)
     n: int  # the sequence length: q_len = kv_len for the matrix, kv_len (the keys) otherwise
     q_len: int
     kv_len: int
@@ -324,6 +326,8 @@ def parse_name(name: str) -> dict:
         family = "gqa"
     elif q_len != kv_len:
         family = "decode"
+    elif kernel_parts[1].endswith(BF16_SUFFIX):
+        family = "bf16"  # a bf16-products kernel's square points: the bf16 section's, not the matrix's
     else:
         family = "matrix"
     return {
@@ -460,7 +464,7 @@ def load(paths: Iterable[str | Path]) -> "Table":
 
 
 # The contenders' windows a study writes next to results.json (scripts/study.sh).
-WINDOW_FILES = ("contenders.json", "python_contenders.json")
+WINDOW_FILES = ("contenders.json", "python_contenders.json", "python_contenders_bf16.json")
 # Every other JSON a study writes next to results.json, the windows first (scripts/study.sh).
 STUDY_FILES = WINDOW_FILES + ("decode.json", "scaling.json", "phases.json", "constants.json")
 
@@ -513,6 +517,10 @@ class Table:
     def matrix(self) -> "Table":
         """The square one-head points of the n x d matrix, which the figures and most text read."""
         return self.where(family="matrix")
+
+    def bf16(self) -> "Table":
+        """The bf16-products kernels' square one-head points (the section "bf16 against fp32")."""
+        return self.where(family="bf16")
 
     def forward(self) -> "Table":
         """The forward pass's points: what every section but the backward's reads."""

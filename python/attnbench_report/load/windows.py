@@ -75,4 +75,4 @@ WINDOW_PASSES = (("forward", ""), ("forward+backward", ", training step"), ("dec
 def _window_pass(r: "Record") -> str:
     """The pass of a window's record: decode for one query row against a cache (the gqa or decode
     family), else the pass its name gives."""
-    return "decode" if r.family != "matrix" else r.pass_
+    return "decode" if r.family in ("decode", "gqa") else r.pass_

@@ -16,6 +16,7 @@ from __future__ import annotations
 from .. import analysis
 from ..load import demos as demo_data
 from ..narrative import backward as narrative_backward
+from ..narrative import bf16 as narrative_bf16
 from ..narrative import concepts as narrative_concepts
 from ..narrative import contenders as narrative_contenders
 from ..narrative import decode as narrative_decode
@@ -54,7 +55,8 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
                   + (f", those of the Concepts section from `{demo_data.FILE_NAME}` next to it." if demos else ".")),
         header=narrative_method.header(table),
     )
-    more = (narrative_backward.summary_item(table, all_threads), narrative_decode.summary_item(decode))
+    more = (narrative_backward.summary_item(table, all_threads), narrative_bf16.summary_item(table),
+            narrative_decode.summary_item(decode))
     narrative_overview.summary(doc, matrix, table, all_threads, tuple(item for item in more if item))
     headline = narrative_contenders.headline(windows or [])
     if headline:  # the summary's headline: the lead over the strongest peer, not over our own baseline
@@ -89,6 +91,7 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
     narrative_shapes.decode_and_gqa(doc, forward, all_threads)
     if len(matrix.measured()):
         narrative_backward.section(doc, table, figures, all_threads)
+        narrative_bf16.section(doc, table, all_threads)
     narrative_decode.section(doc, decode, figures)
     narrative_method.noise(doc, table)
     narrative_method.skipped(doc, table)

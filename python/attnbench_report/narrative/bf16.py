@@ -1,0 +1,110 @@
+"""bf16 against fp32: the bf16-products kernel beside the float32 tiled SIMD kernel at the same
+points of the matrix (whose repetitions the study interleaves), each against its own measured peak:
+the FMA peak for float32, the vdpbf16ps peak for bf16. Every number comes from the run's JSON."""
+from __future__ import annotations
+
+import math
+import statistics
+
+from .. import analysis
+from .. import formatting as fmt
+from ..analysis.contenders import fastest_gflops
+from ..document import Bullets, Document, Paragraph, Table
+from ..load.results import Table as Points
+
+TITLE = "bf16 against fp32"
+
+
+def _bf16_peak(run, threads: int) -> float | None:
+    return run._number(f"bf16_peak_gflops_threads_{threads}")
+
+
+def pairs(table: Points) -> list:
+    """(fp32 record, bf16 record) at every forward point both measured: the bf16 kernel against the
+    float32 tiled SIMD kernel the dispatcher chose."""
+    bf16 = table.forward().bf16().measured()
+    fp32_kernel = analysis.simd_kernel(table.forward().matrix().measured(), "tiled")
+    if not len(bf16) or fp32_kernel is None:
+        return []
+    fp32 = table.forward().matrix().measured().where(kernel=fp32_kernel)
+    out = []
+    for b in sorted(bf16.where(strategy="tiled", backend="simd-bf16"), key=lambda r: (r.causal, r.d, r.threads, r.n)):
+        match = fp32.where(n=b.n, d=b.d, threads=b.threads, causal=b.causal).records
+        if match:
+            out.append((match[0], b))
+    return out
+
+
+def _speedup(f, b) -> float:
+    """bf16's speed over fp32's: fastest repetitions where both have one (compute-bound), else medians."""
+    fa, fb = fastest_gflops(f), fastest_gflops(b)
+    if fa and fb:
+        return fb / fa
+    return b.gflops_median / f.gflops_median
+
+
+def summary_item(table: Points) -> str:
+    found = pairs(table)
+    if not found:
+        return ""
+    speedups = [_speedup(f, b) for f, b in found]
+    kernel = found[0][1].kernel
+    return (f"bf16 products ({fmt.code(kernel)}): {fmt.ratio(min(speedups))} to {fmt.ratio(max(speedups))} the speed "
+            f"of fp32 (median {fmt.ratio(statistics.median(speedups))} over {len(found)} points).")
+
+
+def section(doc: Document, table: Points, all_threads: int) -> None:
+    """The section, when the run measured a bf16-products kernel beside the float32 one."""
+    found = pairs(table)
+    if not found:
+        return
+    run = table.runs[0]
+    s = doc.section(TITLE)
+    kernel, fp32_kernel = found[0][1].kernel, found[0][0].kernel
+    rows, shares = [], []
+    for f, b in found:
+        fma, bf = run.fma_peak_gflops(f.threads), _bf16_peak(run, b.threads)
+        speed_f, speed_b = fastest_gflops(f) or f.gflops_median, fastest_gflops(b) or b.gflops_median
+        share_b = 100 * speed_b / bf if bf else math.nan
+        shares.append((share_b, b))
+        rows.append([fmt.count(f.n), str(f.d), fmt.threads(f.threads, all_threads), "yes" if f.causal else "no",
+                     fmt.ms(f.time_ms_median), fmt.ms(b.time_ms_median), fmt.ratio(_speedup(f, b)),
+                     fmt.pct(100 * speed_f / fma if fma else math.nan, 0), fmt.pct(share_b, 0)])
+    peaks = []
+    for t in sorted({f.threads for f, _ in found}):
+        fma, bf = run.fma_peak_gflops(t), _bf16_peak(run, t)
+        if fma and bf:
+            peaks.append(f"{fmt.sig(bf)} against {fmt.sig(fma)} GFLOP/s on {fmt.threads(t, all_threads)} "
+                         f"({fmt.ratio(bf / fma)})")
+    speedups = [_speedup(f, b) for f, b in found]
+    best_share = max((x for x in shares if math.isfinite(x[0])), key=lambda x: x[0], default=None)
+    s.add(Paragraph(
+        f"{fmt.code(kernel)} computes Q Kᵀ and P V as bfloat16 products accumulated in float32 (`vdpbf16ps`: 16 "
+        "pairs of products added to 16 float32 lanes, twice the FLOPs of an fp32 FMA instruction), Q, K and V "
+        "rounded to bfloat16 once, the weights P rounded once before P V; the scores, the online softmax and the "
+        f"accumulator stay float32. Beside it, {fmt.code(fp32_kernel)} at the same points, their repetitions "
+        "interleaved in one window. The measured product peaks, bf16 against fp32: "
+        + ("; ".join(peaks) if peaks else "not measured in this run") + "."))
+    s.add(Table(["n", "d", "threads", "causal", "fp32 time", "bf16 time", "bf16 speed over fp32",
+                 "fp32 % of FMA peak", "bf16 % of bf16 peak"], rows,
+                caption="Median times; the speed ratio and the shares read each side's fastest repetition "
+                        "(compute-bound points: noise only adds time)."))
+    text = (f"bf16 runs {fmt.ratio(min(speedups))} to {fmt.ratio(max(speedups))} the speed of fp32 "
+            f"(median {fmt.ratio(statistics.median(speedups))})")
+    if best_share is not None:
+        text += (f"; at best {fmt.pct(best_share[0], 0)} of the bf16 peak (n = {fmt.count(best_share[1].n)}, "
+                 f"d = {best_share[1].d}, {fmt.threads(best_share[1].threads, all_threads)})")
+    small = [(f, b) for f, b in found if f.d == min(x.d for x, _ in found)]
+    large = [(f, b) for f, b in found if f.d == max(x.d for x, _ in found)]
+    if small and large and small[0][0].d != large[0][0].d:
+        text += (f". The gain grows with d (median {fmt.ratio(statistics.median(_speedup(f, b) for f, b in small))} "
+                 f"at d = {small[0][0].d}, {fmt.ratio(statistics.median(_speedup(f, b) for f, b in large))} at "
+                 f"d = {large[0][0].d}): the products halve their instructions, the softmax between them (exp, max, "
+                 "sum and the rounding of P, per score whatever d) does not, so its share of the time grows as d "
+                 "shrinks")
+    s.add(Paragraph(text + "."))
+    s.add(Bullets([
+        "Accuracy: the kernels are tested against the float64 oracle on the bfloat16-rounded inputs, within the "
+        "float32 bound plus one bfloat16 rounding of the weights (docs/testing.md).",
+        "Not measured here: the bf16 backward and AMX tiles (this build has neither), and the softmax's share in "
+        "the phases window (fp32 only)."]))
