@@ -205,14 +205,14 @@ int attnbench_c_check_gqa(std::size_t q_heads, std::size_t kv_heads, std::size_t
 }
 
 // The check of a bf16 implementation's O (Products::bf16) of one head: 1 passes, 0 fails.
-int attnbench_c_check_bf16(std::size_t n, std::size_t d, int causal, const float* q,
-                           const float* k, const float* v, const float* o, std::size_t max_rows,
+int attnbench_c_check_bf16(std::size_t n, std::size_t d, int causal, const float* q, const float* k,
+                           const float* v, const float* o, std::size_t max_rows,
                            double* worst_ratio, char* failure, std::size_t failure_size) {
   attnbench::Options options;
   options.causal = causal != 0;
-  const auto check = attnbench::bench::check_against_oracle(
-      {1, 1, 1, n, n, d}, options, {q, k, v, const_cast<float*>(o)}, max_rows,
-      attnbench::Products::bf16);
+  const auto check = attnbench::bench::check_against_oracle({1, 1, 1, n, n, d}, options,
+                                                            {q, k, v, const_cast<float*>(o)},
+                                                            max_rows, attnbench::Products::bf16);
   *worst_ratio = check.worst_ratio;
   write_message(check.failure, failure, failure_size);
   return check.passed ? 1 : 0;

@@ -75,11 +75,14 @@ OracleCheck check_against_oracle(const Shape& shape, const Options& options, con
 namespace {
 
 // Every element of `got` against the backward oracle of problem `p` with output gradient `d_o`.
+// (`kernel`: the checks a kernel's products call for, testing::check_kernel_gradients.)
 OracleCheck check_gradients_of(const testing::Problem& p, const std::vector<float>& d_o,
-                               const testing::GradientsOf<float>& got) {
+                               const testing::GradientsOf<float>& got,
+                               const Kernel* kernel = nullptr) {
   const auto checks =
-      testing::check_gradients(p, d_o, got, testing::reference_gradients<float>(p, d_o),
-                               testing::reference_gradients<double>(p, d_o));
+      kernel ? testing::check_kernel_gradients(*kernel, p, d_o, got)
+             : testing::check_gradients(p, d_o, got, testing::reference_gradients<float>(p, d_o),
+                                        testing::reference_gradients<double>(p, d_o));
   OracleCheck check;
   check.passed = true;
   check.rows_checked = p.shape.batch * p.shape.q_heads * p.shape.q_len;
@@ -102,7 +105,7 @@ OracleCheck check_backward_against_oracle(const Kernel& kernel, const Shape& sha
   p.options = options;
   const std::vector<float> d_o = testing::random_output_gradient(p, 8);
   Workspace ws;
-  return check_gradients_of(p, d_o, testing::run_backward(kernel, p, d_o, ws));
+  return check_gradients_of(p, d_o, testing::run_backward(kernel, p, d_o, ws), &kernel);
 }
 
 OracleCheck check_gradients_against_oracle(const Shape& shape, const Options& options,

@@ -136,6 +136,9 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
     driver::require_representable("tensors.k", tensors.k, kv_elements, stored);
     driver::require_representable("tensors.v", tensors.v, kv_elements, stored);
   }
+  if (resolve(kernel).products == Products::bf16) {  // Q is rounded to bfloat16 too
+    driver::require_representable("tensors.q", tensors.q, q_elements, KvType::bf16);
+  }
   if (tensors.lse != nullptr) {
     driver::require_disjoint({o, {"tensors.lse", tensors.lse, q_elements / shape.head_dim}},
                              {q, k, v});

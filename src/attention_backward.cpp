@@ -15,6 +15,7 @@
 #include <cmath>
 #include <memory>
 #include <new>
+#include <tuple>
 
 #include <attnbench/attnbench.hpp>
 #include "kernels/kernel_interface.hpp"
@@ -33,13 +34,15 @@ std::size_t naive_row_floats(const Shape& shape) {
 
 // x . y over n floats in eight running sums (the compiler makes them one vector), summed
 // pairwise at the end: the same for every thread count, as each row is one task's.
-float dot_product(const float* x, const float* y, std::size_t n) {
+// x . y, x rounded to bfloat16 first when `bf16`.
+float dot_product(const float* x, const float* y, std::size_t n, bool bf16) {
+  auto in = [bf16](float v) { return bf16 ? round_to(KvType::bf16, v) : v; };
   float acc[8] = {};
   std::size_t c = 0;
   for (; c + 8 <= n; c += 8) {
-    for (std::size_t l = 0; l < 8; ++l) acc[l] += x[c + l] * y[c + l];
+    for (std::size_t l = 0; l < 8; ++l) acc[l] += in(x[c + l]) * y[c + l];
   }
-  for (std::size_t l = 0; c < n; ++c, ++l) acc[l] += x[c] * y[c];
+  for (std::size_t l = 0; c < n; ++c, ++l) acc[l] += in(x[c]) * y[c];
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
@@ -63,6 +66,14 @@ void validate_backward(const Kernel& requested, const Shape& shape, const Option
   if (forward.kv_cache != nullptr) {
     throw Error("tensors.kv_cache", "set",
                 "the backward pass reads K and V from tensors.k and tensors.v, not a cache");
+  }
+  if (kernel.products == Products::bf16) {  // every input is rounded to bfloat16
+    for (const auto& [field, x, n] : {std::tuple{"tensors.q", forward.q, shape.q_elements()},
+                                      {"tensors.k", forward.k, shape.kv_elements()},
+                                      {"tensors.v", forward.v, shape.kv_elements()},
+                                      {"gradients.d_o", gradients.d_o, shape.q_elements()}}) {
+      if (x != nullptr) driver::require_representable(field, x, n, KvType::bf16);
+    }
   }
   const std::size_t q_elements = shape.q_elements(), kv_elements = shape.kv_elements();
   const std::size_t rows = q_elements / shape.head_dim;
@@ -94,7 +105,11 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
                                  const Gradients& gradients, Workspace& ws) {
   const Kernel& kernel = resolve(requested);
   validate_backward(kernel, shape, options, forward, gradients);
-  const kernels::Backward& code = kernels::code(kernel)->backward;
+  const kernels::Backward& code =
+      kernels::code(kernel, kernels::stored_type(kernel, options))->backward;
+  // bf16 products: D = dO . O from dO rounded as dP = dO V^T takes it, so that dP - D cancels as
+  // it does in exact arithmetic
+  const bool bf16 = kernel.products == Products::bf16;
   const std::size_t d = shape.head_dim;
   const std::size_t heads = shape.batch * shape.q_heads;
   const std::size_t kv_heads = shape.batch * shape.kv_heads;
@@ -137,7 +152,7 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
       std::fill(gradients.dq + at + first * d, gradients.dq + at + last * d, 0.0f);
       for (std::size_t i = first; i < last; ++i) {
         delta[bh * shape.q_len + i] =
-            dot_product(gradients.d_o + at + i * d, forward.o + at + i * d, d);
+            dot_product(gradients.d_o + at + i * d, forward.o + at + i * d, d, bf16);
       }
     } else {
       t -= pack_tasks + q_tasks;

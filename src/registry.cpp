@@ -147,7 +147,9 @@ const kernels::KernelCode* kernels::code(const Kernel& kernel, KvType type) {
 }
 
 bool Kernel::has_backward() const {
-  const kernels::KernelCode* runs = kernels::code(resolve(*this));
+  const Kernel& variant = resolve(*this);
+  const kernels::KernelCode* runs =
+      kernels::code(variant, kernels::stored_type(variant, Options{}));
   return runs != nullptr && runs->backward.key_block != nullptr;
 }
 

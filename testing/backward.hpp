@@ -191,11 +191,15 @@ inline GradientCheck check_gradient(const char* name, std::size_t d, const std::
 }
 
 // All three gradients of problem `p` with output gradient `d_o`.
+// `weight_unit`: 2^-8 for a bf16-products kernel (p, d_o, plain and ref then on the
+// bfloat16-rounded inputs: check_kernel_gradients), whose every term has one factor rounded to
+// bfloat16 once (P in dV, dS in dK and dQ): at most weight_unit of the element's magnitude.
 inline std::vector<GradientCheck> check_gradients(const Problem& p, const std::vector<float>& d_o,
                                                   const GradientsOf<float>& got,
                                                   const GradientsOf<float>& plain,
                                                   const GradientsOf<double>& ref,
-                                                  bool specials_exact = true) {
+                                                  bool specials_exact = true,
+                                                  double weight_unit = 0) {
   auto magnitudes = [&](double weights_below) {
     GradientsOf<double> m{std::vector<double>(p.shape.q_elements()),
                           std::vector<double>(p.shape.kv_elements()),
@@ -212,7 +216,7 @@ inline std::vector<GradientCheck> check_gradients(const Problem& p, const std::v
   // backward_dv_one_query_4099_keys_lse_rounding.bin).
   const double argument = backward_sigma(p) + std::log(double(p.shape.kv_len));
   const double relative =
-      std::ldexp(1.0, -24) * (kFloorUlps * (1.0 + argument) + argument + kExpUlps);
+      std::ldexp(1.0, -24) * (kFloorUlps * (1.0 + argument) + argument + kExpUlps) + weight_unit;
   const double absolute = backward_subnormal_rounding(p.shape);
   const std::size_t d = p.shape.head_dim;
   return {check_gradient("dq", d, got.dq, plain.dq, ref.dq, relative, size.dq, flushable.dq,
@@ -221,6 +225,24 @@ inline std::vector<GradientCheck> check_gradients(const Problem& p, const std::v
                          absolute, specials_exact),
           check_gradient("dv", d, got.dv, plain.dv, ref.dv, relative, size.dv, flushable.dv,
                          absolute, specials_exact)};
+}
+
+// `kernel`'s gradients `got` for problem p and dO: against the oracle and plain float32 on the
+// problem the kernel computes (bf16 products: Q, K, V and dO rounded to bfloat16, and the weight
+// rounding priced in).
+inline std::vector<GradientCheck> check_kernel_gradients(const Kernel& kernel, const Problem& p,
+                                                         const std::vector<float>& d_o,
+                                                         const GradientsOf<float>& got,
+                                                         bool specials_exact = true) {
+  if (kernel.products == Products::f32) {
+    return check_gradients(p, d_o, got, reference_gradients<float>(p, d_o),
+                           reference_gradients<double>(p, d_o), specials_exact);
+  }
+  const Problem c = as_computed(p, kernel.products);
+  std::vector<float> dc = d_o;
+  for (float& x : dc) x = round_to(KvType::bf16, x);
+  return check_gradients(c, dc, got, reference_gradients<float>(c, dc),
+                         reference_gradients<double>(c, dc), specials_exact, std::ldexp(1.0, -8));
 }
 
 }  // namespace attnbench::testing

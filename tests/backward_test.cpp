@@ -288,7 +288,10 @@ TEST_P(BackwardVsOracle, WithinAFewTimesPlainFloat32sError) {
   const Solved& s = solved(GetParam().c);
   Workspace ws;
   const GradientsOf<float> got = run_backward(kernel, s.problem, s.d_o, ws);
-  for (const GradientCheck& c : check_gradients(s.problem, s.d_o, got, s.plain, s.oracle)) {
+  const std::vector<GradientCheck> checks =
+      kernel.products == Products::f32 ? check_gradients(s.problem, s.d_o, got, s.plain, s.oracle)
+                                       : check_kernel_gradients(kernel, s.problem, s.d_o, got);
+  for (const GradientCheck& c : checks) {
     if (c.failure) ADD_FAILURE() << *c.failure;
     Worst& w = worst_seen()[std::string(kernel.name) + " " + c.tensor];
     w.abs_error = std::max(w.abs_error, c.error);
@@ -359,11 +362,9 @@ TEST_P(EveryBackwardKernel, NanReachesWhatTheOracleSaysAndNothingElse) {
     std::vector<float> d_o = random_output_gradient(p, 4);
     std::vector<float>& t = poison.in_d_o ? d_o : p.*(poison.tensor);
     t[poison.row * shape.head_dim + 2] = nan;
-    const GradientsOf<double> ref = reference_gradients<double>(p, d_o);
-    const GradientsOf<float> plain = reference_gradients<float>(p, d_o);
     Workspace ws;
     const GradientsOf<float> got = run_backward(kernel(), p, d_o, ws);
-    for (const GradientCheck& c : check_gradients(p, d_o, got, plain, ref)) {
+    for (const GradientCheck& c : check_kernel_gradients(kernel(), p, d_o, got)) {
       EXPECT_FALSE(c.failure) << poison.what << ": " << *c.failure;
     }
   }
@@ -388,8 +389,7 @@ TEST_P(EveryBackwardKernel, OneKeyGradientsAreRoundingNoiseWithinTheFloor) {
     const std::vector<float> d_o = random_output_gradient(p, seed + 7);
     Workspace ws;
     const GradientsOf<float> got = run_backward(kernel(), p, d_o, ws);
-    for (const GradientCheck& c : check_gradients(p, d_o, got, reference_gradients<float>(p, d_o),
-                                                  reference_gradients<double>(p, d_o))) {
+    for (const GradientCheck& c : check_kernel_gradients(kernel(), p, d_o, got)) {
       EXPECT_FALSE(c.failure) << "seed " << seed << ": " << *c.failure;
     }
   }
@@ -415,7 +415,7 @@ TEST_P(EveryBackwardKernel, WeightsFlushedToZeroAreWithinTheFloor) {
   ASSERT_GT(std::fabs(ref.dv[4]), 1e-41);  // the test's premise: a subnormal, not zero
   ASSERT_LT(std::fabs(ref.dv[4]), 1e-38);
   const GradientsOf<float> plain = reference_gradients<float>(p, d_o);
-  for (const GradientCheck& c : check_gradients(p, d_o, got, plain, ref)) {
+  for (const GradientCheck& c : check_kernel_gradients(kernel(), p, d_o, got)) {
     EXPECT_FALSE(c.failure) << *c.failure;
   }
   // The absolute terms price the flushed weights, not any tiny error: 1e-30, still far below
@@ -453,7 +453,10 @@ TEST_P(EveryBackwardKernel, TiledScratchDoesNotGrowWithKeys) {
     attention_backward(kernel(), p.shape, p.options, t,
                        Gradients{d_o.data(), g.dq.data(), g.dk.data(), g.dv.data()}, ws);
     return ws.peak_bytes() -
-           kernels::packed_bytes(kernels::code(resolve(kernel()))->backward.packing, p.shape);
+           kernels::packed_bytes(
+               kernels::code(resolve(kernel()), kernels::stored_type(resolve(kernel()), Options{}))
+                   ->backward.packing,
+               p.shape);
   };
   const std::size_t short_keys = working(1024);
   EXPECT_EQ(short_keys, working(16384));

@@ -226,13 +226,14 @@ class OpenVinoSdpa(Contender):
     layer and primitive type), recorded as each entry's label."""
 
     name = "openvino/sdpa"
+    precision = "f32"  # INFERENCE_PRECISION_HINT, and the precision its SDPA node must run in
 
     def __init__(self):
         version = openvino.get_version() if openvino is not None else "not installed"
         self.description = {"role": "peer", "library": "OpenVINO", "version": version, "fused": True,
                             "threading": "the CPU plugin's own pool (INFERENCE_NUM_THREADS, one stream)",
                             "how": "opset13.scaled_dot_product_attention(q, k, v, causal) on (1, 1, n, d), "
-                                   "compile_model('CPU', f32), infer request reused"}
+                                   f"compile_model('CPU', {self.precision}), infer request reused"}
 
     def unsupported(self, point):
         return "" if openvino is not None else f"missing: OpenVINO (openvino, requirements.txt): {OPENVINO_ERROR}"
@@ -244,15 +245,15 @@ class OpenVinoSdpa(Contender):
         node = ov_ops.scaled_dot_product_attention(*params, causal=point["causal"])
         model = openvino.Model([node], params, "sdpa")
         compiled = openvino.Core().compile_model(model, "CPU", {
-            "INFERENCE_NUM_THREADS": point["threads"], "INFERENCE_PRECISION_HINT": "f32",
+            "INFERENCE_NUM_THREADS": point["threads"], "INFERENCE_PRECISION_HINT": self.precision,
             "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1})
         self.request = compiled.create_infer_request()
         self.inputs = [x.reshape(1, 1, n, d) for x in (q, k, v)]
         info = [{key: op.get_rt_info()[key].astype(str) for key in op.get_rt_info().keys()}
                 for op in compiled.get_runtime_model().get_ordered_ops()]
         sdpa = [i for i in info if "ScaledDotProductAttention" in i.get("originalLayersNames", "")]
-        if not sdpa or any(i.get("runtimePrecision") != "f32" for i in sdpa):
-            raise RuntimeError(f"the plugin did not run the SDPA node in f32: {sdpa}")
+        if not sdpa or any(i.get("runtimePrecision") != self.precision for i in sdpa):
+            raise RuntimeError(f"the plugin did not run the SDPA node in {self.precision}: {sdpa}")
         # e.g. "Subgraph jit_avx512_f32 f32 (Multiply,Softmax,ScaledDotProductAttention)": the
         # plugin's fused MHA subgraph, or its ScaledDotProductAttention node.
         self.label = "; ".join(f"{i['layerType']} {i['primitiveType']} {i['runtimePrecision']} "
@@ -267,6 +268,14 @@ class OpenVinoSdpa(Contender):
     def release(self):
         super().release()
         self.request = self.inputs = None
+
+
+class OpenVinoSdpaBf16(OpenVinoSdpa):
+    """The same model compiled with bf16 inference precision, as a deployment asks the CPU plugin
+    for bf16 (float32 inputs converted inside the plugin); the point fails if its SDPA node did not
+    run in bf16."""
+
+    precision = "bf16"
 
 
 class OnnxRuntimeMha(Contender):

@@ -20,8 +20,8 @@ import numpy as np
 
 from . import __doc__ as PACKAGE_DOC
 from .capi import Capi, OpenBlas
-from .forward import (Attnbench, NumpyInplace, NumpyTextbook, OnnxRuntimeMha, OpenVinoSdpa, TorchMatmul,
-                      TorchSdpa, TorchSdpaBf16)
+from .forward import (Attnbench, NumpyInplace, NumpyTextbook, OnnxRuntimeMha, OpenVinoSdpa, OpenVinoSdpaBf16,
+                      TorchMatmul, TorchSdpa, TorchSdpaBf16)
 from . import passes
 from .isolation import Isolated
 from .libraries import onnxruntime, openvino, torch, torch_blas
@@ -183,9 +183,9 @@ def contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
 
 
 def bf16_contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
-    """The bf16 window's contenders: attnbench's bf16-products kernel against PyTorch's bf16 SDPA, on
-    the same bfloat16 values (the forward only, for now)."""
-    return {"forward": [Attnbench(capi, "tiled/simd-bf16"), TorchSdpaBf16(blas)]}
+    """The bf16 window's contenders: attnbench's bf16-products kernel against PyTorch's bf16 SDPA and
+    OpenVINO's SDPA at bf16 inference precision, on the same bfloat16 values (the forward only)."""
+    return {"forward": [Attnbench(capi, "tiled/simd-bf16"), TorchSdpaBf16(blas), OpenVinoSdpaBf16()]}
 
 
 def further_points(capi: Capi, preset: str, forward: list) -> list:

@@ -32,7 +32,9 @@ PREFERRED_N = (1024, 4096, 16384)
 PREFERRED_D = (64, 128)
 SOURCES = (("matrix", "the benchmark matrix (`results.json`)"),
            ("contenders", "the C++ contenders' window (`contenders.json`)"),
-           ("python", "the Python contenders' window (`python_contenders.json`)"))
+           ("python", "the Python contenders' window (`python_contenders.json`)"),
+           ("python bf16", "the Python bf16 window (`python_contenders_bf16.json`: bf16 products on "
+                           "bfloat16 values; the share is of the measured bf16 product peak)"))
 # Context keys a run may record its commit under (the first present wins).
 COMMIT_KEYS = ("attnbench_commit", "git_commit", "commit")
 
@@ -63,7 +65,7 @@ def _cell(gflops: float, pct: float) -> str:
 def _points(table, threads_all: int | None) -> list:
     """The (n, d, threads) points shown: forward, one head, not causal; the preferred n where the
     source has them (else every n it has), the preferred d, one thread and all."""
-    rows = table.where(family="matrix", pass_="forward", causal=False).measured()
+    rows = table.where(family=("matrix", "bf16"), pass_="forward", causal=False).measured()
     ns = [n for n in PREFERRED_N if n in rows.values("n")] or rows.values("n")
     threads = sorted({1, threads_all or max(rows.values("threads") or [1])})
     return [(n, d, t) for d in PREFERRED_D for n in ns for t in threads
@@ -83,7 +85,7 @@ def _source_table(table, run, roles: dict, peak_context: dict) -> tuple:
            [f"`{k}`" for k in others] + ["fastest over the strongest other"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for n, d, t in points:
-        at = table.where(family="matrix", pass_="forward", causal=False, n=n, d=d, threads=t).measured()
+        at = table.where(family=("matrix", "bf16"), pass_="forward", causal=False, n=n, d=d, threads=t).measured()
         peak = peak_context.get(t)
         ours = [r for r in at if _role(r.kernel, roles) == "attnbench" and not math.isnan(r.gflops_median)]
         if not ours:
@@ -159,7 +161,8 @@ def table_markdown(run_dir: str | Path) -> str:
     absent = []
     for name, title in SOURCES:
         if name == "matrix":
-            source_table, roles, context = table, {k[len("role "):]: v for k, v in run.context.items()
+            # (the float32 kernels: a bf16 kernel's points are the bf16 window's comparison)
+            source_table, roles, context = table.matrix(), {k[len("role "):]: v for k, v in run.context.items()
                                                    if k.startswith("role ")}, run.context
         elif name in windows:
             w = windows[name]
@@ -169,6 +172,8 @@ def table_markdown(run_dir: str | Path) -> str:
             continue
         window_run = loader.Run(index=0, label=label, path=run.path, context=context)
         peak_context = {t: window_run.fma_peak_gflops(t) or peaks.get(t) for t in peaks}
+        if name == "python bf16":  # the bf16 products' own ceiling, from the run's context
+            peak_context = {t: run._number(f"bf16_peak_gflops_threads_{t}") for t in peaks}
         lines, bases = _source_table(source_table, run, roles, peak_context)
         if not lines:
             absent.append(f"{title} (none of the points)")

@@ -7,7 +7,7 @@ namespace attnbench::kernels {
 
 constexpr KernelCode tiled_autovec{
     .forward = {.rows = tiled_rows<>, .partial = tiled_partial<>, .blocking = tiled_blocking},
-    .backward = {.key_block = backward_key_block, .keys = tiled_backward_keys},
+    .backward = {.key_block = backward_key_block, .keys = tiled_backward_keys<>},
 };
 
 }  // namespace attnbench::kernels

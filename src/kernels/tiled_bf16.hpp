@@ -45,48 +45,72 @@ struct TiledBf16 : Simd<Arch> {
   }
 
   // Keys [first, last) of a head laid out for `capacity` keys, rounded to bfloat16 (the scalar
-  // rounding of storage.hpp, through its vector form): disjoint ranges write disjoint bytes, save
-  // the two halves of a V pair, which an odd `first` shares with the range before it (a KvCache's
-  // appends are sequential; the driver's ranges are even). A key's rounded row, read as pairs, is
-  // its column of the K^T panel; two keys' rows interleaved are their pair of V rows.
+  // rounding of storage.hpp, through its vector form): K^T panels, then V in pairs of rows.
+  // Disjoint ranges write disjoint bytes, save the two halves of a V pair, which an odd `first`
+  // shares with the range before it (a KvCache's appends are sequential; the driver's ranges are
+  // even).
   static void pack(const float* k, const float* v, std::size_t capacity, std::size_t d,
                    std::size_t first, std::size_t last, void* out) {
     Pair* kt = static_cast<Pair*>(out);
-    const std::size_t pd = pairs(d), dp = S::padded_dim(d);
-    Pair* pv = kt + S::padded_keys(capacity) * pd;
-    constexpr std::size_t C = S::kRoundChunk;  // columns a step: even, whole vectors
-    static_assert(C % (2 * W) == 0, "a chunk must be whole pairs of vectors");
-    alignas(64) BFloat16 a[C], b[C];
-    auto round_chunk = [d](const float* row, std::size_t c0, BFloat16* to) {
-      const std::size_t n = min_of(C, d - c0);
-      S::round_array(row + c0, to, n);
-      for (std::size_t c = n; c < C; ++c) to[c] = BFloat16{};  // odd d's pair, V's padding
-      return n;
-    };
+    pack_panels(k, capacity, d, first, last, kt);
+    pack_pair_rows(v, capacity, d, first, last, kt + S::padded_keys(capacity) * pairs(d));
+  }
+
+  // Columns [c0, c0 + C) of a row rounded to bfloat16, zeros past d (odd d's pair, the padding).
+  static constexpr std::size_t C = S::kRoundChunk;
+  static_assert(C % (2 * W) == 0, "a chunk must be whole pairs of vectors");
+  static std::size_t round_chunk(const float* row, std::size_t d, std::size_t c0, BFloat16* to) {
+    const std::size_t n = min_of(C, d - c0);
+    S::round_array(row + c0, to, n);
+    for (std::size_t c = n; c < C; ++c) to[c] = BFloat16{};
+    return n;
+  }
+
+  // Rows [first, last) of src (first's row at src) as the columns of K^T-style panels, [pairs(d)]
+  // [NR] pairs each: a row rounded, read as pairs, is its column. Keys past the capacity zero.
+  static void pack_panels(const float* src, std::size_t capacity, std::size_t d, std::size_t first,
+                          std::size_t last, Pair* kt) {
+    const std::size_t pd = pairs(d);
+    alignas(64) BFloat16 a[C];
     for (std::size_t j = first; j < last; ++j) {
-      const bool pair = j % 2 == 0 && j + 1 < last;  // j and j + 1 fill a pair of V rows
-      for (std::size_t c0 = 0; c0 < d; c0 += C) {    // (dp - d < W: c0 < dp means c0 < d)
-        for (std::size_t key = j; key <= j + pair; ++key) {
-          Pair* panel = kt + key / NR * NR * pd + key % NR;
-          const std::size_t n = round_chunk(k + (key - first) * d, c0, a);
-          for (std::size_t c2 = 0; 2 * c2 < n; ++c2) {
-            Pair word;
-            __builtin_memcpy(&word, a + 2 * c2, sizeof word);
-            panel[(c0 / 2 + c2) * NR] = word;
-          }
+      Pair* panel = kt + j / NR * NR * pd + j % NR;
+      for (std::size_t c0 = 0; c0 < d; c0 += C) {
+        const std::size_t n = round_chunk(src + (j - first) * d, d, c0, a);
+        for (std::size_t c2 = 0; 2 * c2 < n; ++c2) {
+          Pair word;
+          __builtin_memcpy(&word, a + 2 * c2, sizeof word);
+          panel[(c0 / 2 + c2) * NR] = word;
         }
-        round_chunk(v + (j - first) * d, c0, a);
-        if (pair) round_chunk(v + (j + 1 - first) * d, c0, b);
-        Pair* vrow = pv + j / 2 * dp + c0;
+      }
+    }
+    for (std::size_t j = last == capacity ? capacity : S::padded_keys(capacity);
+         j < S::padded_keys(capacity); ++j) {
+      Pair* panel = kt + j / NR * NR * pd + j % NR;
+      for (std::size_t c2 = 0; c2 < pd; ++c2) panel[c2 * NR] = 0;
+    }
+  }
+
+  // Rows [first, last) of src in pairs of rows, [pairs of rows][padded_dim(d)] pairs: two rows
+  // rounded and interleaved (an odd capacity's missing row zero).
+  static void pack_pair_rows(const float* src, std::size_t capacity, std::size_t d,
+                             std::size_t first, std::size_t last, Pair* out) {
+    const std::size_t dp = S::padded_dim(d);
+    alignas(64) BFloat16 a[C], b[C];
+    for (std::size_t j = first; j < last; ++j) {
+      const bool pair = j % 2 == 0 && j + 1 < last;  // j and j + 1 fill the pair
+      for (std::size_t c0 = 0; c0 < d; c0 += C) {    // (dp - d < W: c0 < dp means c0 < d)
+        round_chunk(src + (j - first) * d, d, c0, a);
+        if (pair) round_chunk(src + (j + 1 - first) * d, d, c0, b);
+        Pair* row = out + j / 2 * dp + c0;
         for (std::size_t c = 0; c < C && c0 + c < dp; c += W) {
           const __m512i lo =
               _mm512_cvtepu16_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(a + c)));
           if (pair) {
             const __m512i hi =
                 _mm512_cvtepu16_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(b + c)));
-            _mm512_storeu_si512(vrow + c, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
-          } else {  // one key: its half of each pair only (16-bit stores)
-            auto* half = reinterpret_cast<std::uint16_t*>(vrow + c) + j % 2;
+            _mm512_storeu_si512(row + c, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+          } else {  // one row: its half of each pair only (16-bit stores)
+            auto* half = reinterpret_cast<std::uint16_t*>(row + c) + j % 2;
             alignas(64) std::uint32_t words[W];
             _mm512_store_si512(words, lo);
             for (std::size_t x = 0; x < W; ++x) half[2 * x] = static_cast<std::uint16_t>(words[x]);
@@ -95,32 +119,30 @@ struct TiledBf16 : Simd<Arch> {
       }
       if (pair) ++j;
     }
-    if (last == capacity) {  // zero keys up to the whole panel, and the odd capacity's pair half
-      for (std::size_t j = capacity; j < S::padded_keys(capacity); ++j) {
-        Pair* panel = kt + j / NR * NR * pd + j % NR;
-        for (std::size_t c2 = 0; c2 < pd; ++c2) panel[c2 * NR] = 0;
-      }
-      if (capacity % 2 != 0) {
-        auto* half = reinterpret_cast<std::uint16_t*>(pv + capacity / 2 * dp) + 1;
-        for (std::size_t c = 0; c < dp; ++c) half[2 * c] = 0;
-      }
+    if (last == capacity && capacity % 2 != 0) {
+      auto* half = reinterpret_cast<std::uint16_t*>(out + capacity / 2 * dp) + 1;
+      for (std::size_t c = 0; c < dp; ++c) half[2 * c] = 0;
     }
   }
 
   // Q rows [0, rows) in groups of `group` <= MR rows, group k at out + k MR pairs(d) as
-  // [pairs(d)][MR] pairs of columns rounded to bfloat16 (odd d: a zero column).
+  // [pairs(d)][MR] pairs of columns rounded to bfloat16 (odd d: a zero column): each row rounded
+  // by the vector conversion, then read as pairs.
   static void pack_q(const float* q, std::size_t rows, std::size_t group, std::size_t d,
                      Pair* out) {
     const std::size_t pd = pairs(d);
+    alignas(64) BFloat16 row[C];
     for (std::size_t g = 0; g < rows; g += group) {
       const std::size_t mr = min_of(group, rows - g);
       Pair* packed = out + g / group * MR * pd;
       for (std::size_t r = 0; r < mr; ++r) {
-        const float* row = q + (g + r) * d;
-        for (std::size_t c2 = 0; c2 < pd; ++c2) {
-          const Pair low = bfloat16_bits(row[2 * c2]);
-          const Pair high = 2 * c2 + 1 < d ? bfloat16_bits(row[2 * c2 + 1]) : 0;
-          packed[c2 * MR + r] = low | high << 16;
+        for (std::size_t c0 = 0; c0 < d; c0 += C) {
+          const std::size_t n = round_chunk(q + (g + r) * d, d, c0, row);
+          for (std::size_t c2 = 0; 2 * c2 < n; ++c2) {
+            Pair word;
+            __builtin_memcpy(&word, row + 2 * c2, sizeof word);
+            packed[(c0 / 2 + c2) * MR + r] = word;
+          }
         }
       }
     }
@@ -129,7 +151,7 @@ struct TiledBf16 : Simd<Arch> {
   // ---------------------------------------------------------------------------------------------
   // Micro-kernels: as Simd's score_tile and blend_tile, a pair per step
   // ---------------------------------------------------------------------------------------------
-  static __m512 dot_pairs(__m512 acc, __m512i a, __m512i b) {
+  [[gnu::always_inline]] static __m512 dot_pairs(__m512 acc, __m512i a, __m512i b) {
     return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
   }
 
@@ -181,12 +203,14 @@ struct TiledBf16 : Simd<Arch> {
     });
   }
 
-  // O[r][0..NV W) = alpha_r O[r] + sum over `pairs` key pairs of P[r] V, P[r][pair jp] at
-  // p[r * Ps + jp]; `half_last`: the last pair's second key is past the row's keys (its P is 0,
-  // and its V, which may hold anything, is masked out: 0 x NaN would be NaN).
-  template <std::size_t R, std::size_t NV, std::size_t Ps>
+  // O[r][0..NV W) = alpha_r O[r] + sum over `pairs` pairs of P[r] V, P[r]'s pair jp at
+  // p[r * Ps + jp * Pstep] and V's at v + jp * dp (pairs of keys; the backward's dV and dK sum
+  // pairs of query rows the same way). `half_first` / `half_last`: the first pair's first element
+  // / the last pair's second lies past what the rows see (its P is 0, and its V, which may hold
+  // anything, is masked out: 0 x NaN would be NaN).
+  template <std::size_t R, std::size_t NV, std::size_t Ps, std::size_t Pstep>
   static void blend_tile(const Pair* p, const Pair* v, std::size_t dp, std::size_t pairs,
-                         bool half_last, const float* alpha, float* o) {
+                         bool half_first, bool half_last, const float* alpha, float* o) {
     __m512 acc[R][NV];
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) {
@@ -196,21 +220,27 @@ struct TiledBf16 : Simd<Arch> {
         if (alpha != nullptr) acc[r][x] = _mm512_mul_ps(acc[r][x], _mm512_set1_ps(alpha[r]));
       }
     }
-    auto step = [&](std::size_t jp, __mmask32 keep) {
+    // (always inlined: a call would keep the accumulators in memory, which the TU's size made GCC
+    // choose once the backward's instantiations joined it)
+    auto step = [&](std::size_t jp, bool masked, __mmask32 keep) __attribute__((always_inline)) {
       __m512i vj[NV];
 #pragma GCC unroll 8
-      for (std::size_t x = 0; x < NV; ++x)
-        vj[x] = _mm512_maskz_mov_epi16(keep, _mm512_load_si512(v + jp * dp + x * W));
+      for (std::size_t x = 0; x < NV; ++x) {
+        vj[x] = _mm512_load_si512(v + jp * dp + x * W);
+        if (masked) vj[x] = _mm512_maskz_mov_epi16(keep, vj[x]);
+      }
 #pragma GCC unroll 16
       for (std::size_t r = 0; r < R; ++r) {
-        const __m512i a = _mm512_set1_epi32(static_cast<int>(p[r * Ps + jp]));
+        const __m512i a = _mm512_set1_epi32(static_cast<int>(p[r * Ps + jp * Pstep]));
 #pragma GCC unroll 8
         for (std::size_t x = 0; x < NV; ++x) acc[r][x] = dot_pairs(acc[r][x], a, vj[x]);
       }
     };
-    const std::size_t whole = half_last ? pairs - 1 : pairs;
-    for (std::size_t jp = 0; jp < whole; ++jp) step(jp, ~__mmask32{0});
-    if (half_last) step(whole, 0x55555555u);  // each pair's first key
+    std::size_t jp = 0;
+    if (half_first && pairs > 0) step(jp++, true, 0xAAAAAAAAu);  // each pair's second element
+    const std::size_t whole = half_last && pairs > jp ? pairs - 1 : pairs;
+    for (; jp < whole; ++jp) step(jp, false, 0);
+    if (jp < pairs) step(jp, true, 0x55555555u);  // each pair's first element
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) {
 #pragma GCC unroll 8
@@ -218,19 +248,22 @@ struct TiledBf16 : Simd<Arch> {
     }
   }
 
-  template <std::size_t Ps>
+  template <std::size_t Ps, std::size_t Pstep = 1>
   static void blend_rows(std::size_t rows, const Pair* p, const Pair* v, std::size_t dp,
-                         std::size_t pairs, bool half_last, const float* alpha, float* o) {
+                         std::size_t pairs, bool half_first, bool half_last, const float* alpha,
+                         float* o) {
     S::with_rows(rows, [&](auto r) {
       constexpr std::size_t R = decltype(r)::value, NV = S::tile_vectors(R);
       std::size_t c = 0;
-      for (; c + NV * W <= dp; c += NV * W)
-        blend_tile<R, NV, Ps>(p, v + c, dp, pairs, half_last, alpha, o + c);
+      for (; c + NV * W <= dp; c += NV * W) {
+        blend_tile<R, NV, Ps, Pstep>(p, v + c, dp, pairs, half_first, half_last, alpha, o + c);
+      }
       if constexpr (NV > 2) {
         for (; c + S::NR <= dp; c += S::NR)
-          blend_tile<R, 2, Ps>(p, v + c, dp, pairs, half_last, alpha, o + c);
+          blend_tile<R, 2, Ps, Pstep>(p, v + c, dp, pairs, half_first, half_last, alpha, o + c);
       }
-      if (c < dp) blend_tile<R, 1, Ps>(p, v + c, dp, pairs, half_last, alpha, o + c);
+      if (c < dp)
+        blend_tile<R, 1, Ps, Pstep>(p, v + c, dp, pairs, half_first, half_last, alpha, o + c);
     });
   }
 
@@ -241,11 +274,13 @@ struct TiledBf16 : Simd<Arch> {
   static void blend_group(std::size_t mr, const typename S::BlockKeys& keys, const Pair* p,
                           const Pair* v, std::size_t dp, const float* alpha, float* o) {
     const std::size_t common = keys.common / 2;
-    if (common > 0 || alpha != nullptr) blend_rows<Ps>(mr, p, v, dp, common, false, alpha, o);
+    if (common > 0 || alpha != nullptr) {
+      blend_rows<Ps>(mr, p, v, dp, common, false, false, alpha, o);
+    }
     for (std::size_t r = 0; r < mr; ++r) {
       const std::size_t pairs = (keys.count[r] + 1) / 2;
       if (pairs > common) {
-        blend_rows<Ps>(1, p + r * Ps + common, v + common * dp, dp, pairs - common,
+        blend_rows<Ps>(1, p + r * Ps + common, v + common * dp, dp, pairs - common, false,
                        keys.count[r] % 2 != 0, nullptr, o + r * dp);
       }
     }
@@ -352,14 +387,6 @@ struct TiledBf16 : Simd<Arch> {
             .mr = MR,
             .nr = NR,
             .padded_dim = dp};
-  }
-
-  static constexpr KernelCode code() {
-    return KernelCode{.forward = {.rows = rows,
-                                  .partial = partial_rows,
-                                  .query_block = query_block,
-                                  .blocking = blocking},
-                      .packing = {packed_bytes, pack}};
   }
 };
 

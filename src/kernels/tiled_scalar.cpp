@@ -8,7 +8,7 @@ namespace attnbench::kernels {
 
 constexpr KernelCode tiled_scalar{
     .forward = {.rows = tiled_rows<>, .partial = tiled_partial<>, .blocking = tiled_blocking},
-    .backward = {.key_block = backward_key_block, .keys = tiled_backward_keys},
+    .backward = {.key_block = backward_key_block, .keys = tiled_backward_keys<>},
 };
 
 // tiled/scalar-bf16: the same loops with the arithmetic of bf16 products.
@@ -16,6 +16,7 @@ constexpr KernelCode tiled_scalar_bf16{
     .forward = {.rows = tiled_rows<true>,
                 .partial = tiled_partial<true>,
                 .blocking = tiled_blocking},
+    .backward = {.key_block = backward_key_block, .keys = tiled_backward_keys<true>},
 };
 
 }  // namespace attnbench::kernels

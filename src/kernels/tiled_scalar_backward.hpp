@@ -20,8 +20,12 @@ namespace {
 constexpr std::size_t kBackwardKeys = 64;
 std::size_t backward_key_block(std::size_t) { return kBackwardKeys; }
 
+// `Bf16`: the arithmetic of Products::bf16 (tiled_scalar.hpp's bf16_rounded): Q, K, V and dO
+// rounded to bfloat16 as they are read, P and dS rounded before the products they feed.
+template <bool Bf16 = false>
 void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, RowRange rows_of,
                          Workspace& ws) {
+  auto in = [](float x) { return Bf16 ? bf16_rounded(x) : x; };
   const std::size_t d = pb.head_dim;
   const std::size_t j0 = keys.begin, bc = keys.end - keys.begin;
   const std::size_t block = j0 / pb.key_block;
@@ -55,16 +59,17 @@ void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, RowRange rows
           const float* kj = pb.k + (j0 + j) * d;
           const float* vj = pb.v + (j0 + j) * d;
           float s = 0.0f, dp = 0.0f;
-          for (std::size_t c = 0; c < d; ++c) s += qi[c] * kj[c];
-          for (std::size_t c = 0; c < d; ++c) dp += doi[c] * vj[c];
+          for (std::size_t c = 0; c < d; ++c) s += in(qi[c]) * in(kj[c]);
+          for (std::size_t c = 0; c < d; ++c) dp += in(doi[c]) * in(vj[c]);
           const float p = scalar_exp(at_most_zero(pb.scale * s - lse[i]));  // P = exp(S - LSE)
           const float ds = pb.scale * p * (dp - delta[i]);                  // dS = scale P (dP - D)
+          const float p_in = in(p), ds_in = in(ds);
           float* dkj = dk_acc + j * d;
           float* dvj = dv_acc + j * d;
           for (std::size_t c = 0; c < d; ++c) {
-            dvj[c] += p * doi[c];  // dV += P^T dO
-            dkj[c] += ds * qi[c];  // dK += dS^T Q
-            dqi[c] += ds * kj[c];  // dQ += dS K
+            dvj[c] += p_in * in(doi[c]);  // dV += P^T dO
+            dkj[c] += ds_in * in(qi[c]);  // dK += dS^T Q
+            dqi[c] += ds_in * in(kj[c]);  // dQ += dS K
           }
         }
       }

@@ -1,0 +1,239 @@
+// tiled/simd-bf16's backward pass: TiledSimdBackward's tasks and order (simd_backward.hpp) with
+// the five products as bfloat16 products accumulated in float32 (tiled_bf16.hpp's micro-kernels).
+//
+// Per key block and group of query rows, as FlashAttention does it in 16 bits:
+//   S = Q K^T, dP = dO V^T        (Q, dO, K, V rounded to bfloat16; pairs along d)
+//   P = exp(scale S - LSE), dS = scale P (dP - D)      (float32; D = rowsum(dO O), dO rounded)
+//   dQ += dS K                    (dS rounded to bfloat16; pairs along the keys)
+//   dV += P^T dO, dK += dS^T Q    (P and dS rounded; pairs along the query rows)
+// The sums over query rows pair two rows: P^T and dS^T as pairs of rows per key, dO and Q as
+// pairs of rows per column. A row that does not see a key enters neither side of that key's pair
+// (its V or Q half masked, as the forward masks a row's last odd key).
+#pragma once
+
+#include <tuple>
+
+#include "kernels/simd_backward.hpp"
+#include "kernels/tiled_bf16.hpp"
+
+namespace attnbench::kernels {
+namespace {
+
+template <class Arch>
+struct TiledBf16Backward : TiledBf16<Arch> {
+  using T = TiledBf16<Arch>;
+  using S = Simd<Arch>;
+  using B = SimdBackward<Arch>;
+  using T::MR;
+  using T::NR;
+  using T::pairs;
+  using T::W;
+  using typename T::Pair;
+  static constexpr std::size_t Br = B::Br;
+  static constexpr std::size_t St = B::kBlockStride;  // P and dS tiles' row stride (floats)
+  static constexpr std::size_t Ps = St / 2;           // dS rounded, pairs of keys a row
+
+  // NOTE: the packed head is K^T and V^T in panels ([pairs(d)][NR] pairs each, for S and dP),
+  // then K in pairs of rows ([pairs of keys][padded_dim(d)], for dQ = dS K).
+  static std::size_t packed_bytes(std::size_t kv_len, std::size_t d) {
+    return (2 * S::padded_keys(kv_len) * pairs(d) + round_up(kv_len, 2) / 2 * S::padded_dim(d)) *
+           sizeof(Pair);
+  }
+  static void pack(const float* k, const float* v, std::size_t kv_len, std::size_t d,
+                   std::size_t first, std::size_t last, void* out) {
+    Pair* kt = static_cast<Pair*>(out);
+    const std::size_t panels = S::padded_keys(kv_len) * pairs(d);
+    T::pack_panels(k, kv_len, d, first, last, kt);
+    T::pack_panels(v, kv_len, d, first, last, kt + panels);
+    T::pack_pair_rows(k, kv_len, d, first, last, kt + 2 * panels);
+  }
+
+  // Rows [0, br) of x (d floats each) in pairs of rows, rows whose count is 0 (and row br, for
+  // an odd br) as zeros: what dV += P^T dO and dK += dS^T Q pair with P^T and dS^T.
+  static void pair_rows(const float* x, std::size_t br, const std::size_t* count, std::size_t d,
+                        Pair* out) {
+    const std::size_t dp = S::padded_dim(d);
+    alignas(64) BFloat16 a[T::C], b[T::C];
+    for (std::size_t r = 0; r < br; r += 2) {
+      const bool first = count[r] > 0, second = r + 1 < br && count[r + 1] > 0;
+      for (std::size_t c0 = 0; c0 < d; c0 += T::C) {  // (dp - d < W: c0 < dp means c0 < d)
+        for (auto [keep, row, to] : {std::tuple{first, r, a}, {second, r + 1, b}}) {
+          if (keep) {
+            T::round_chunk(x + row * d, d, c0, to);
+          } else {
+            for (std::size_t c = 0; c < T::C; ++c) to[c] = BFloat16{};
+          }
+        }
+        for (std::size_t c = 0; c < T::C && c0 + c < dp; c += W) {
+          const __m512i lo =
+              _mm512_cvtepu16_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(a + c)));
+          const __m512i hi =
+              _mm512_cvtepu16_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(b + c)));
+          _mm512_storeu_si512(out + r / 2 * dp + c0 + c,
+                              _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+        }
+      }
+    }
+  }
+
+  // Rows [0, br) of a float32 tile (rows St apart) as pairs of rows per key, [br / 2][St] pairs,
+  // keys [0, fill) (the tile's zeros past each row's keys stay zero; an odd br's last row pairs
+  // with zeros).
+  static void transpose_pairs(const float* tile, std::size_t br, std::size_t fill, Pair* out) {
+    for (std::size_t r = 0; r < br; r += 2) {
+      for (std::size_t k = 0; k < fill; k += W) {
+        const __m256bh a = _mm512_cvtneps_pbh(_mm512_load_ps(tile + r * St + k));
+        const __m256bh b = r + 1 < br ? _mm512_cvtneps_pbh(_mm512_load_ps(tile + (r + 1) * St + k))
+                                      : reinterpret_cast<__m256bh>(_mm256_setzero_si256());
+        const __m512i lo = _mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(a));
+        const __m512i hi = _mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(b));
+        _mm512_store_si512(out + r / 2 * St + k, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+      }
+    }
+  }
+
+  // acc[k] += sum over rows r in [first[k], rows) of p[r][k] * b[r] for keys [0, keys), p as pairs
+  // of rows per key (St pairs a row pair) and b as pairs of rows: each group of MR keys over the
+  // rows all of them see, then each key over its few more (halves masked where a pair straddles
+  // a key's first row).
+  static void blend_keys(const Pair* pt, const Pair* b, std::size_t rows, const std::size_t* first,
+                         std::size_t keys, std::size_t dp, float* acc) {
+    const std::size_t row_pairs = (rows + 1) / 2;
+    for (std::size_t k0 = 0; k0 < keys; k0 += MR) {
+      const std::size_t kr = min_of(MR, keys - k0);
+      const std::size_t common = first[k0 + kr - 1], from = common / 2;
+      if (common < rows) {
+        T::template blend_rows<1, St>(kr, pt + from * St + k0, b + from * dp, dp, row_pairs - from,
+                                      common % 2 != 0, false, nullptr, acc + k0 * dp);
+      }
+      for (std::size_t k = k0; k < k0 + kr; ++k) {
+        if (first[k] >= common) continue;
+        const std::size_t begin = first[k] / 2, end = (common + 1) / 2;
+        T::template blend_rows<1, St>(1, pt + begin * St + k, b + begin * dp, dp, end - begin,
+                                      first[k] % 2 != 0, common % 2 != 0, nullptr, acc + k * dp);
+      }
+    }
+  }
+
+  static void keys(const BackwardProblem& pb, KeyRange keys, RowRange rows, Workspace& ws) {
+    static_assert(kBackwardSegmentRows % Br == 0, "a row segment must be whole row blocks");
+    static_assert(Br % MR == 0 && Br % 2 == 0, "a row block must be whole groups and pairs");
+    const std::size_t d = pb.head_dim, dp = S::padded_dim(d), pd = pairs(d);
+    const std::size_t j0 = keys.begin, bc = keys.end - keys.begin, Bk = pb.key_block;
+    const std::size_t fill = round_up(bc, NR);
+    const std::size_t block = j0 / Bk;
+    const auto* packed = reinterpret_cast<const Pair*>(pb.kv_packed);
+    const std::size_t panels = S::padded_keys(pb.kv_len) * pd;
+    const Pair* kt = packed + j0 * pd;
+    const Pair* vt = packed + panels + j0 * pd;
+    const Pair* k_rows = packed + 2 * panels + j0 / 2 * dp;
+    float* dk_acc = ws.take<float>(Bk * dp);
+    float* dv_acc = ws.take<float>(Bk * dp);
+    float* dq_part = ws.take<float>(Br * dp);
+    float* p_block = ws.take<float>(Br * St);
+    float* ds_block = ws.take<float>(Br * St);
+    Pair* ds_rows = ws.take<Pair>(Br * Ps);        // dS rounded, for dQ
+    Pair* pt = ws.take<Pair>(Br / 2 * St);         // P^T, pairs of rows
+    Pair* dst = ws.take<Pair>(Br / 2 * St);        // dS^T
+    Pair* q_pairs = ws.take<Pair>(Br / 2 * dp);    // Q in pairs of rows
+    Pair* d_o_pairs = ws.take<Pair>(Br / 2 * dp);  // dO likewise
+    Pair* q_packed = ws.take<Pair>(Br * pd);       // groups of Q and dO (TiledBf16::pack_q)
+    Pair* d_o_packed = ws.take<Pair>(Br * pd);
+    std::size_t* count = ws.take<std::size_t>(Br);
+    std::size_t* first = ws.take<std::size_t>(Bk);
+    for (std::size_t x = 0; x < bc * dp; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
+
+    const std::size_t seen_from = pb.first_row_seeing(j0) / Br * Br;
+    const std::size_t first_block = seen_from > rows.begin ? seen_from : rows.begin;
+    const typename S::batch sc(pb.scale);
+    for (std::size_t g = 0; g < pb.group; ++g) {
+      const float* q = pb.q + g * pb.q_len * d;
+      const float* d_o = pb.d_o + g * pb.q_len * d;
+      const float* lse = pb.lse + g * pb.q_len;
+      const float* delta = pb.delta + g * pb.q_len;
+      float* dq = pb.dq + g * pb.q_len * d;
+      for (std::size_t i0 = first_block; i0 < rows.end; i0 += Br) {
+        const std::size_t br = min_of(Br, rows.end - i0);
+        for (std::size_t r = 0; r < br; ++r) {
+          const std::size_t visible = pb.visible_keys(i0 + r);
+          count[r] = visible <= j0 || lse[i0 + r] == kMinusInf ? 0 : min_of(bc, visible - j0);
+        }
+        pair_rows(q + i0 * d, br, count, d, q_pairs);
+        pair_rows(d_o + i0 * d, br, count, d, d_o_pairs);
+        for (std::size_t x = 0; x < br * dp; ++x) dq_part[x] = 0.0f;
+        T::pack_q(q + i0 * d, br, MR, d, q_packed);
+        T::pack_q(d_o + i0 * d, br, MR, d, d_o_packed);
+
+        for (std::size_t g0 = 0; g0 < br; g0 += MR) {
+          const std::size_t mr = min_of(MR, br - g0);
+          typename S::BlockKeys seen{{}, bc, 0};
+          for (std::size_t r = 0; r < mr; ++r) {
+            seen.count[r] = count[g0 + r];
+            seen.common = min_of(seen.common, seen.count[r]);
+            seen.widest = seen.count[r] > seen.widest ? seen.count[r] : seen.widest;
+          }
+          float* p = p_block + g0 * St;
+          float* ds = ds_block + g0 * St;
+          const std::size_t used = (seen.widest + NR - 1) / NR;  // panels
+          if (used > 0) {
+            T::template score_rows<St>(mr, q_packed + g0 * pd, pd, kt, used, p);     // S = Q K^T
+            T::template score_rows<St>(mr, d_o_packed + g0 * pd, pd, vt, used, ds);  // dO V^T
+          }
+          for (std::size_t r = 0; r < mr; ++r) {  // P and dS as the float32 kernel has them
+            float* pr = p + r * St;
+            float* dr = ds + r * St;
+            auto* d16 = reinterpret_cast<std::uint16_t*>(ds_rows + (g0 + r) * Ps);
+            const std::size_t n = seen.count[r];
+            const typename S::batch lse_r(lse[i0 + g0 + r]), delta_r(delta[i0 + g0 + r]);
+            for (std::size_t j = 0; j < fill; j += W) {
+              typename S::batch pj(0.0f), dsj(0.0f);
+              if (j < n) {
+                const auto x = S::mask_after(S::batch::load_aligned(pr + j) * sc - lse_r, j, n);
+                pj = S::exp(xsimd::select(x > typename S::batch(0.0f), typename S::batch(0.0f), x));
+                dsj = B::zero_after(sc * pj * (S::batch::load_aligned(dr + j) - delta_r), j, n);
+              }
+              pj.store_aligned(pr + j);
+              dsj.store_aligned(dr + j);
+              const __m256bh rounded = _mm512_cvtneps_pbh(static_cast<__m512>(dsj));
+              _mm256_storeu_si256(reinterpret_cast<__m256i*>(d16 + j),
+                                  reinterpret_cast<__m256i>(rounded));
+            }
+          }
+          T::template blend_group<Ps>(mr, seen, ds_rows + g0 * Ps, k_rows, dp, nullptr,
+                                      dq_part + g0 * dp);  // dQ += dS K
+        }
+
+        // The first row of the block that sees key k (as the float32 kernel finds it).
+        for (std::size_t k = 0; k < bc; ++k) first[k] = 0;
+        for (std::size_t r = 0; r < br; ++r) {
+          if (count[r] == 0 || count[r] == bc) continue;
+          for (std::size_t k = count[r]; k < bc; ++k) first[k] = r + 1;
+        }
+        transpose_pairs(p_block, br, fill, pt);
+        transpose_pairs(ds_block, br, fill, dst);
+        blend_keys(pt, d_o_pairs, br, first, bc, dp, dv_acc);  // dV += P^T dO
+        blend_keys(dst, q_pairs, br, first, bc, dp, dk_acc);   // dK += dS^T Q
+
+        pb.dq_order.wait(g, i0, block);
+        for (std::size_t r = 0; r < br; ++r) {
+          float* row = dq + (i0 + r) * d;
+          const float* part = dq_part + r * dp;
+          for (std::size_t c = 0; c < d; ++c) row[c] += part[c];
+        }
+        pb.dq_order.done(g, i0, block);
+      }
+    }
+    const std::size_t segment = rows.begin / kBackwardSegmentRows;
+    pb.dkv_order.wait(block, segment);
+    for (std::size_t k = 0; first_block < rows.end && k < bc; ++k) {
+      for (std::size_t c = 0; c < d; ++c) {
+        pb.dk[(j0 + k) * d + c] += dk_acc[k * dp + c];
+        pb.dv[(j0 + k) * d + c] += dv_acc[k * dp + c];
+      }
+    }
+    pb.dkv_order.done(block, segment);
+  }
+};
+
+}  // namespace
+}  // namespace attnbench::kernels
