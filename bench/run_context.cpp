@@ -7,9 +7,12 @@
 #include <unistd.h>
 #include <xsimd/xsimd.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include <attnbench/attnbench.hpp>
@@ -80,8 +83,28 @@ void add_run_context(const std::string& preset, std::size_t all_threads, const s
   if (!measure) return;
 
   std::fprintf(stderr, "attnbench_bench: measuring the machine's ceilings ...\n");
+  // NOTE: a shared host may give a guest's threads one core's worth between them for a while (the
+  // committed standard run of 2026-12-06 first read its 2-thread FMA and bf16 peaks at the 1-thread
+  // values, 117 and 235 GFLOP/s, which put every 2-thread point above 100 % of "its" peak). A
+  // reading of t threads under 3/4 of t times the 1-thread one is taken again after a pause, up to
+  // kPeakTries times, keeping the best; the context records the tries.
+  constexpr int kPeakTries = 6;
+  std::map<std::string, double> one_thread;
+  auto ceiling = [&](const std::string& what, std::size_t t, auto measure) {
+    auto best = measure(t);
+    int tries = 1;
+    while (t > 1 && tries < kPeakTries && best.gflops < 0.75 * double(t) * one_thread[what]) {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      const auto again = measure(t);
+      if (again.gflops > best.gflops) best = again;
+      ++tries;
+    }
+    if (t == 1) one_thread[what] = best.gflops;
+    AddCustomContext(what + "_tries_threads_" + std::to_string(t), std::to_string(tries));
+    return best;
+  };
   for (std::size_t t : {std::size_t{1}, all_threads}) {
-    const auto peak = measure_fma_peak(t);
+    const auto peak = ceiling("fma_peak", t, [](std::size_t n) { return measure_fma_peak(n); });
     const double triad = measure_triad_bandwidth(t);
     peak_flops[t] = peak.gflops * 1e9;
     triad_gbs[t] = triad;
@@ -92,7 +115,7 @@ void add_run_context(const std::string& preset, std::size_t all_threads, const s
     std::fprintf(stderr, "  %zu thread(s): FMA peak %.1f GFLOP/s (%s), triad %.1f GB/s\n", t,
                  peak.gflops, peak.isa.c_str(), triad);
     // The bf16 kernels' ceiling, where the CPU has one (vdpbf16ps).
-    const auto bf16 = measure_bf16_peak(t);
+    const auto bf16 = ceiling("bf16_peak", t, [](std::size_t n) { return measure_bf16_peak(n); });
     if (bf16.gflops > 0) {
       AddCustomContext("bf16_peak_gflops" + suffix, std::to_string(bf16.gflops));
       AddCustomContext("bf16_peak_isa" + suffix, bf16.isa);
