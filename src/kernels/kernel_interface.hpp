@@ -113,6 +113,19 @@ struct BackwardProblem {
   std::size_t visible_keys(std::size_t i) const {
     return attnbench::visible_keys(Shape{.q_len = q_len, .kv_len = kv_len}, causal, i);
   }
+  // Query head g of the group: its rows of Q, dO and dQ, its LSE and D.
+  struct HeadRows {
+    const float* q;
+    const float* d_o;
+    const float* lse;
+    const float* delta;
+    float* dq;
+  };
+  HeadRows head(std::size_t g) const {
+    const std::size_t rows = g * q_len;
+    return {q + rows * head_dim, d_o + rows * head_dim, lse + rows, delta + rows,
+            dq + rows * head_dim};
+  }
   // The first query row that sees key j (q_len if none does).
   std::size_t first_row_seeing(std::size_t j) const {
     if (!causal) return 0;

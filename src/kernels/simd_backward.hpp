@@ -166,6 +166,85 @@ struct SimdBackward : Simd<Arch> {
     }
   }
 
+  // ---------------------------------------------------------------------------------------------
+  // A tiled task's steps around its products, shared by every tiled SIMD backward (float32 and
+  // bf16 products: tiled_bf16_backward.hpp)
+  // ---------------------------------------------------------------------------------------------
+
+  // The first row block of `rows` that sees key j0: those before it see none of a key block
+  // that starts there, and are skipped by it and by every later key block, so dQ's counters stay
+  // in step.
+  static std::size_t first_row_block(const BackwardProblem& pb, std::size_t j0, RowRange rows) {
+    const std::size_t seen_from = pb.first_row_seeing(j0) / Br * Br;
+    return seen_from > rows.begin ? seen_from : rows.begin;
+  }
+
+  // Keys of the block [j0, j0 + bc) each row of the row block at i0 sees (0 for a zero row, LSE =
+  // -inf; a row that sees none enters the products as zeros).
+  static void row_counts(const BackwardProblem& pb, const float* lse, std::size_t i0,
+                         std::size_t br, std::size_t j0, std::size_t bc, std::size_t* count) {
+    for (std::size_t r = 0; r < br; ++r) {
+      const std::size_t visible = pb.visible_keys(i0 + r);
+      count[r] = visible <= j0 || lse[i0 + r] == kMinusInf ? 0 : min_of(bc, visible - j0);
+    }
+  }
+
+  // The BlockKeys of the mr rows whose counts are at `count`.
+  static typename S::BlockKeys group_keys(const std::size_t* count, std::size_t mr,
+                                          std::size_t bc) {
+    typename S::BlockKeys seen{{}, bc, 0};
+    for (std::size_t r = 0; r < mr; ++r) {
+      seen.count[r] = count[r];
+      seen.common = min_of(seen.common, seen.count[r]);
+      seen.widest = seen.count[r] > seen.widest ? seen.count[r] : seen.widest;
+    }
+    return seen;
+  }
+
+  // The first row of the block that sees key k: past every row that sees some keys of the block
+  // but not k (rows that see none are zeros and may be included).
+  static void first_rows(const std::size_t* count, std::size_t br, std::size_t bc,
+                         std::size_t* first) {
+    for (std::size_t k = 0; k < bc; ++k) first[k] = 0;
+    for (std::size_t r = 0; r < br; ++r) {
+      if (count[r] == 0 || count[r] == bc) continue;
+      for (std::size_t k = count[r]; k < bc; ++k) first[k] = r + 1;
+    }
+  }
+
+  // dQ of the row block at i0 (query head g) += the task's part, in key block order (DqOrder).
+  static void add_dq(const BackwardProblem& pb, std::size_t g, std::size_t i0, std::size_t br,
+                     std::size_t block, const float* dq_part, std::size_t dp, float* dq) {
+    const std::size_t d = pb.head_dim;
+    pb.dq_order.wait(g, i0, block);
+    for (std::size_t r = 0; r < br; ++r) {
+      float* row = dq + (i0 + r) * d;
+      const float* part = dq_part + r * dp;
+      std::size_t c = 0;
+      for (; c + W <= d; c += W)
+        (batch::load_unaligned(row + c) + batch::load_aligned(part + c)).store_unaligned(row + c);
+      for (; c < d; ++c) row[c] += part[c];
+    }
+    pb.dq_order.done(g, i0, block);
+  }
+
+  // dK and dV of keys [j0, j0 + bc) += the task's parts, in segment order (DkvOrder); nothing to
+  // add when the task's rows saw none of the keys (`seen` false), but its turn still passes.
+  static void add_dkv(const BackwardProblem& pb, RowRange rows, std::size_t j0, std::size_t bc,
+                      std::size_t block, bool seen, const float* dk_acc, const float* dv_acc,
+                      std::size_t dp) {
+    const std::size_t d = pb.head_dim;
+    const std::size_t segment = rows.begin / kBackwardSegmentRows;
+    pb.dkv_order.wait(block, segment);
+    for (std::size_t k = 0; seen && k < bc; ++k) {
+      for (std::size_t c = 0; c < d; ++c) {
+        pb.dk[(j0 + k) * d + c] += dk_acc[k * dp + c];
+        pb.dv[(j0 + k) * d + c] += dv_acc[k * dp + c];
+      }
+    }
+    pb.dkv_order.done(block, segment);
+  }
+
   // A row padded to dp columns (zeros past d), or all zeros.
   static void pad_row(const float* row, bool keep, std::size_t d, std::size_t dp, float* out) {
     std::size_t c = 0;
@@ -212,23 +291,15 @@ struct TiledSimdBackward : SimdBackward<Arch> {
     std::size_t* first = ws.take<std::size_t>(Bk);
     for (std::size_t x = 0; x < bc * dp; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
 
-    // NOTE: row blocks before the one holding first_row_seeing(j0) see none of these keys; they
-    // are skipped here and by every later key block, so dQ's counters stay in step.
-    const std::size_t seen_from = pb.first_row_seeing(j0) / Br * Br;
-    const std::size_t first_block = seen_from > rows.begin ? seen_from : rows.begin;
+    const std::size_t first_block = B::first_row_block(pb, j0, rows);
     for (std::size_t g = 0; g < pb.group; ++g) {
-      const float* q = pb.q + g * pb.q_len * d;
-      const float* d_o = pb.d_o + g * pb.q_len * d;
-      const float* lse = pb.lse + g * pb.q_len;
-      const float* delta = pb.delta + g * pb.q_len;
-      float* dq = pb.dq + g * pb.q_len * d;
+      const auto [q, d_o, lse, delta, dq] = pb.head(g);
       for (std::size_t i0 = first_block; i0 < rows.end; i0 += Br) {
         const std::size_t br = min_of(Br, rows.end - i0);
         // Keys of the block each row sees (0 for a zero row, LSE = -inf); a row that sees none
         // enters the products as zeros.
+        B::row_counts(pb, lse, i0, br, j0, bc, count);
         for (std::size_t r = 0; r < br; ++r) {
-          const std::size_t visible = pb.visible_keys(i0 + r);
-          count[r] = visible <= j0 || lse[i0 + r] == kMinusInf ? 0 : min_of(bc, visible - j0);
           B::pad_row(q + (i0 + r) * d, count[r] > 0, d, dp, q_pad + r * dp);
           B::pad_row(d_o + (i0 + r) * d, count[r] > 0, d, dp, d_o_pad + r * dp);
         }
@@ -238,12 +309,7 @@ struct TiledSimdBackward : SimdBackward<Arch> {
 
         for (std::size_t g0 = 0; g0 < br; g0 += MR) {
           const std::size_t mr = min_of(MR, br - g0);
-          typename S::BlockKeys seen{{}, bc, 0};
-          for (std::size_t r = 0; r < mr; ++r) {
-            seen.count[r] = count[g0 + r];
-            seen.common = min_of(seen.common, seen.count[r]);
-            seen.widest = seen.count[r] > seen.widest ? seen.count[r] : seen.widest;
-          }
+          const auto seen = B::group_keys(count + g0, mr, bc);
           // (A group that sees none of the keys still writes its zeros, which blend_keys reads.)
           float* p = p_block + g0 * St;
           float* ds = ds_block + g0 * St;
@@ -252,40 +318,13 @@ struct TiledSimdBackward : SimdBackward<Arch> {
           S::blend_group(mr, seen, ds, St, k_rows, dp, nullptr, dq_part + g0 * dp);  // dQ += dS K
         }
 
-        // The first row of the block that sees key k: past every row that sees some keys of the
-        // block but not k (rows that see none are zeros and may be included).
-        for (std::size_t k = 0; k < bc; ++k) first[k] = 0;
-        for (std::size_t r = 0; r < br; ++r) {
-          if (count[r] == 0 || count[r] == bc) continue;
-          for (std::size_t k = count[r]; k < bc; ++k) first[k] = r + 1;
-        }
+        B::first_rows(count, br, bc, first);
         B::blend_keys(p_block, St, d_o_pad, br, first, bc, dp, dv_acc);  // dV += P^T dO
         B::blend_keys(ds_block, St, q_pad, br, first, bc, dp, dk_acc);   // dK += dS^T Q
-
-        pb.dq_order.wait(g, i0, block);
-        for (std::size_t r = 0; r < br; ++r) {
-          float* row = dq + (i0 + r) * d;
-          const float* part = dq_part + r * dp;
-          std::size_t c = 0;
-          for (; c + S::W <= d; c += S::W) {
-            (S::batch::load_unaligned(row + c) + S::batch::load_aligned(part + c))
-                .store_unaligned(row + c);
-          }
-          for (; c < d; ++c) row[c] += part[c];
-        }
-        pb.dq_order.done(g, i0, block);
+        B::add_dq(pb, g, i0, br, block, dq_part, dp, dq);
       }
     }
-    // dK += this segment's part, dV likewise, in segment order.
-    const std::size_t segment = rows.begin / kBackwardSegmentRows;
-    pb.dkv_order.wait(block, segment);
-    for (std::size_t k = 0; first_block < rows.end && k < bc; ++k) {
-      for (std::size_t c = 0; c < d; ++c) {
-        pb.dk[(j0 + k) * d + c] += dk_acc[k * dp + c];
-        pb.dv[(j0 + k) * d + c] += dv_acc[k * dp + c];
-      }
-    }
-    pb.dkv_order.done(block, segment);
+    B::add_dkv(pb, rows, j0, bc, block, first_block < rows.end, dk_acc, dv_acc, dp);
   }
 };
 

@@ -203,6 +203,27 @@ struct Simd : SimdSoftmax<Arch> {
     }
   }
 
+  // Rows [i, i + count) of a head finished over their keys, their accumulators at o_acc (dp floats
+  // a row), max and sum at m and l: normalised into head.o (and their LSE, when asked), or, for a
+  // partial result over part of the keys, copied to *partial as they are (row i at i - first).
+  static void finish_rows(const HeadProblem& head, std::size_t i, std::size_t count,
+                          const float* o_acc, std::size_t dp, const float* m, const float* l,
+                          const PartialRows* partial, std::size_t first) {
+    const std::size_t d = head.head_dim;
+    for (std::size_t r = 0; r < count; ++r) {
+      if (partial) {
+        const std::size_t at = i + r - first;
+        for (std::size_t x = 0; x < d; ++x) partial->o[at * d + x] = o_acc[r * dp + x];
+        partial->m[at] = m[r];
+        partial->l[at] = l[r];
+      } else {
+        Softmax::write_row(o_acc + r * dp, inverse_sum(l[r]), l[r] == 0.0f, d,
+                           head.o + (i + r) * d);
+        if (head.lse) head.lse[i + r] = log_sum_exp(m[r], l[r]);
+      }
+    }
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Micro-kernels
   // ---------------------------------------------------------------------------------------------

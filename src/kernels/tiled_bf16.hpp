@@ -356,17 +356,7 @@ struct TiledBf16 : Simd<Arch> {
                           o_acc + g * dp);
         }
       }
-      for (std::size_t r = 0; r < br; ++r) {
-        if (partial) {
-          const std::size_t at = i0 + r - rows.begin;
-          for (std::size_t x = 0; x < d; ++x) partial->o[at * d + x] = o_acc[r * dp + x];
-          partial->m[at] = m[r];
-          partial->l[at] = l[r];
-        } else {
-          S::write_row(o_acc + r * dp, inverse_sum(l[r]), l[r] == 0.0f, d, head.o + (i0 + r) * d);
-          if (head.lse) head.lse[i0 + r] = log_sum_exp(m[r], l[r]);
-        }
-      }
+      S::finish_rows(head, i0, br, o_acc, dp, m, l, partial, rows.begin);
     }
   }
 

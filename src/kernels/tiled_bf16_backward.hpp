@@ -143,21 +143,13 @@ struct TiledBf16Backward : TiledBf16<Arch> {
     std::size_t* first = ws.take<std::size_t>(Bk);
     for (std::size_t x = 0; x < bc * dp; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
 
-    const std::size_t seen_from = pb.first_row_seeing(j0) / Br * Br;
-    const std::size_t first_block = seen_from > rows.begin ? seen_from : rows.begin;
+    const std::size_t first_block = B::first_row_block(pb, j0, rows);
     const typename S::batch sc(pb.scale);
     for (std::size_t g = 0; g < pb.group; ++g) {
-      const float* q = pb.q + g * pb.q_len * d;
-      const float* d_o = pb.d_o + g * pb.q_len * d;
-      const float* lse = pb.lse + g * pb.q_len;
-      const float* delta = pb.delta + g * pb.q_len;
-      float* dq = pb.dq + g * pb.q_len * d;
+      const auto [q, d_o, lse, delta, dq] = pb.head(g);
       for (std::size_t i0 = first_block; i0 < rows.end; i0 += Br) {
         const std::size_t br = min_of(Br, rows.end - i0);
-        for (std::size_t r = 0; r < br; ++r) {
-          const std::size_t visible = pb.visible_keys(i0 + r);
-          count[r] = visible <= j0 || lse[i0 + r] == kMinusInf ? 0 : min_of(bc, visible - j0);
-        }
+        B::row_counts(pb, lse, i0, br, j0, bc, count);
         pair_rows(q + i0 * d, br, count, d, q_pairs);
         pair_rows(d_o + i0 * d, br, count, d, d_o_pairs);
         for (std::size_t x = 0; x < br * dp; ++x) dq_part[x] = 0.0f;
@@ -166,12 +158,7 @@ struct TiledBf16Backward : TiledBf16<Arch> {
 
         for (std::size_t g0 = 0; g0 < br; g0 += MR) {
           const std::size_t mr = min_of(MR, br - g0);
-          typename S::BlockKeys seen{{}, bc, 0};
-          for (std::size_t r = 0; r < mr; ++r) {
-            seen.count[r] = count[g0 + r];
-            seen.common = min_of(seen.common, seen.count[r]);
-            seen.widest = seen.count[r] > seen.widest ? seen.count[r] : seen.widest;
-          }
+          const auto seen = B::group_keys(count + g0, mr, bc);
           float* p = p_block + g0 * St;
           float* ds = ds_block + g0 * St;
           const std::size_t used = (seen.widest + NR - 1) / NR;  // panels
@@ -203,35 +190,15 @@ struct TiledBf16Backward : TiledBf16<Arch> {
                                       dq_part + g0 * dp);  // dQ += dS K
         }
 
-        // The first row of the block that sees key k (as the float32 kernel finds it).
-        for (std::size_t k = 0; k < bc; ++k) first[k] = 0;
-        for (std::size_t r = 0; r < br; ++r) {
-          if (count[r] == 0 || count[r] == bc) continue;
-          for (std::size_t k = count[r]; k < bc; ++k) first[k] = r + 1;
-        }
+        B::first_rows(count, br, bc, first);
         transpose_pairs(p_block, br, fill, pt);
         transpose_pairs(ds_block, br, fill, dst);
         blend_keys(pt, d_o_pairs, br, first, bc, dp, dv_acc);  // dV += P^T dO
         blend_keys(dst, q_pairs, br, first, bc, dp, dk_acc);   // dK += dS^T Q
-
-        pb.dq_order.wait(g, i0, block);
-        for (std::size_t r = 0; r < br; ++r) {
-          float* row = dq + (i0 + r) * d;
-          const float* part = dq_part + r * dp;
-          for (std::size_t c = 0; c < d; ++c) row[c] += part[c];
-        }
-        pb.dq_order.done(g, i0, block);
+        B::add_dq(pb, g, i0, br, block, dq_part, dp, dq);
       }
     }
-    const std::size_t segment = rows.begin / kBackwardSegmentRows;
-    pb.dkv_order.wait(block, segment);
-    for (std::size_t k = 0; first_block < rows.end && k < bc; ++k) {
-      for (std::size_t c = 0; c < d; ++c) {
-        pb.dk[(j0 + k) * d + c] += dk_acc[k * dp + c];
-        pb.dv[(j0 + k) * d + c] += dv_acc[k * dp + c];
-      }
-    }
-    pb.dkv_order.done(block, segment);
+    B::add_dkv(pb, rows, j0, bc, block, first_block < rows.end, dk_acc, dv_acc, dp);
   }
 };
 

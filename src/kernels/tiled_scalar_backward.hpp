@@ -39,11 +39,7 @@ void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, RowRange rows
   const std::size_t seen_from = pb.first_row_seeing(j0) / kRowsPerTask * kRowsPerTask;
   const std::size_t first = seen_from > rows_of.begin ? seen_from : rows_of.begin;
   for (std::size_t g = 0; g < pb.group; ++g) {
-    const float* q = pb.q + g * pb.q_len * d;
-    const float* d_o = pb.d_o + g * pb.q_len * d;
-    const float* lse = pb.lse + g * pb.q_len;
-    const float* delta = pb.delta + g * pb.q_len;
-    float* dq = pb.dq + g * pb.q_len * d;
+    const auto [q, d_o, lse, delta, dq] = pb.head(g);
     for (std::size_t i0 = first; i0 < rows_of.end; i0 += kRowsPerTask) {
       const std::size_t rows = min_of(kRowsPerTask, rows_of.end - i0);
       for (std::size_t x = 0; x < rows * d; ++x) dq_part[x] = 0.0f;

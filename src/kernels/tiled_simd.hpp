@@ -213,18 +213,7 @@ struct TiledSimd : Simd<Arch> {
         }
       }
 
-      for (std::size_t r = 0; r < sr; ++r) {
-        if (partial) {
-          const std::size_t at = s0 + r - rows.begin;
-          for (std::size_t x = 0; x < d; ++x) partial->o[at * d + x] = o_all[r * dp + x];
-          partial->m[at] = m_all[r];
-          partial->l[at] = l_all[r];
-        } else {
-          S::write_row(o_all + r * dp, inverse_sum(l_all[r]), l_all[r] == 0.0f, d,
-                       head.o + (s0 + r) * d);
-          if (head.lse) head.lse[s0 + r] = log_sum_exp(m_all[r], l_all[r]);
-        }
-      }
+      S::finish_rows(head, s0, sr, o_all, dp, m_all, l_all, partial, rows.begin);
     }
   }
 };
