@@ -136,9 +136,6 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
     driver::require_representable("tensors.k", tensors.k, kv_elements, stored);
     driver::require_representable("tensors.v", tensors.v, kv_elements, stored);
   }
-  if (resolve(kernel).products == Products::bf16) {  // Q is rounded to bfloat16 too
-    driver::require_representable("tensors.q", tensors.q, q_elements, KvType::bf16);
-  }
   if (tensors.lse != nullptr) {
     driver::require_disjoint({o, {"tensors.lse", tensors.lse, q_elements / shape.head_dim}},
                              {q, k, v});
@@ -155,6 +152,10 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
                       std::to_string(shape.q_len) + " x kv_len " + std::to_string(shape.kv_len) +
                       " x 4); use a tiled kernel or raise the budget");
     }
+  }
+  // Last, once the extents are checked: Q is rounded to bfloat16 too by a bf16-products kernel.
+  if (resolve(kernel).products == Products::bf16) {
+    driver::require_representable("tensors.q", tensors.q, q_elements, KvType::bf16);
   }
 }
 

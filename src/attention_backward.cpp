@@ -67,14 +67,6 @@ void validate_backward(const Kernel& requested, const Shape& shape, const Option
     throw Error("tensors.kv_cache", "set",
                 "the backward pass reads K and V from tensors.k and tensors.v, not a cache");
   }
-  if (kernel.products == Products::bf16) {  // every input is rounded to bfloat16
-    for (const auto& [field, x, n] : {std::tuple{"tensors.q", forward.q, shape.q_elements()},
-                                      {"tensors.k", forward.k, shape.kv_elements()},
-                                      {"tensors.v", forward.v, shape.kv_elements()},
-                                      {"gradients.d_o", gradients.d_o, shape.q_elements()}}) {
-      if (x != nullptr) driver::require_representable(field, x, n, KvType::bf16);
-    }
-  }
   const std::size_t q_elements = shape.q_elements(), kv_elements = shape.kv_elements();
   const std::size_t rows = q_elements / shape.head_dim;
   const driver::NamedBytes q{"tensors.q", forward.q, q_elements},
@@ -96,6 +88,15 @@ void validate_backward(const Kernel& requested, const Shape& shape, const Option
                       " bytes (2 x q_len " + std::to_string(shape.q_len) + " x kv_len " +
                       std::to_string(shape.kv_len) + " padded to " + std::to_string(row) +
                       " x 4); use a tiled kernel or raise the budget");
+    }
+  }
+  // Last: the tensors are read only once every other check has passed (their extents among them).
+  if (kernel.products == Products::bf16) {  // every input is rounded to bfloat16
+    for (const auto& [field, x, n] : {std::tuple{"tensors.q", forward.q, q_elements},
+                                      {"tensors.k", forward.k, kv_elements},
+                                      {"tensors.v", forward.v, kv_elements},
+                                      {"gradients.d_o", gradients.d_o, q_elements}}) {
+      driver::require_representable(field, x, n, KvType::bf16);
     }
   }
 }

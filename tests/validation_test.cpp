@@ -223,6 +223,36 @@ TEST(BackwardValidation, NaivePAndDsOverBudgetFailBeforeAllocating) {
   EXPECT_EQ(fresh.peak_bytes(), 0u);
 }
 
+// A bf16-products kernel rounds Q (and the backward's dO) too: a finite value bfloat16 would turn
+// into an infinity is an Error naming the tensor, forward and backward, before anything is written.
+TEST(Bf16Validation, QueryBeyondBfloat16IsAnErrorNamingIt) {
+  const Kernel& kernel = *find_kernel("tiled/scalar-bf16");  // runs on every CPU
+  Problem p = random_problem({1, 2, 1, 9, 11, 5}, false, 1);
+  p.q[7] = 3.4e38f;
+  std::vector<float> o(p.shape.q_elements(), 7.0f), lse(2 * 9);
+  Tensors t = p.tensors(o);
+  Workspace ws;
+  try {
+    attention(kernel, p.shape, p.options, t, ws);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "tensors.q") << e.what();
+  }
+  EXPECT_EQ(o[0], 7.0f);
+  p.q[7] = 1.0f;
+  t.lse = lse.data();
+  attention(kernel, p.shape, p.options, t, ws);
+  std::vector<float> d_o(o.size(), 1.0f), dq(o.size()), dk(p.k.size()), dv(p.v.size());
+  d_o[3] = -3.4e38f;
+  try {
+    attention_backward(kernel, p.shape, p.options, t,
+                       Gradients{d_o.data(), dq.data(), dk.data(), dv.data()}, ws);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "gradients.d_o") << e.what();
+  }
+}
+
 TEST(Registry, NamesAreUniqueAndWellFormed) {
   std::set<std::string_view> seen;
   for (const Kernel& k : registry()) {
