@@ -275,7 +275,8 @@ inline bool sees_inf_through_tiny_weight(const AttentionCase& c, const testing::
 inline std::optional<std::string> compare(const AttentionCase& c, const Regime& r,
                                           const std::vector<float>& out,
                                           const std::vector<double>& ref,
-                                          const std::vector<double>& bounds) {
+                                          const std::vector<double>& bounds,
+                                          double weight_unit = 0) {
   const Shape& s = c.shape;
   const std::size_t d = s.head_dim;
   const double u = std::ldexp(1.0, -24);
@@ -325,7 +326,8 @@ inline std::optional<std::string> compare(const AttentionCase& c, const Regime& 
               high = std::max(high, value);
               vmax = std::fmax(vmax, std::fabs(value));
             }
-            const double slack = u * vmax * (2.0 * double(row.n) + 32.0) +
+            // (bf16 products: the weights, each rounded once, may sum to 1 + weight_unit)
+            const double slack = u * vmax * (2.0 * double(row.n) + 32.0) + weight_unit * vmax +
                                  std::ldexp(2.0 * double(row.n) + 8.0, -149);
             if (!(got >= low - slack && got <= high + slack)) {
               return where + " col " + std::to_string(x) + ": got " + str(got) +
@@ -394,7 +396,8 @@ inline std::optional<std::string> check_kernel(const Kernel& kernel, const Atten
              " with 1 (unwritten, or thread-dependent)";
     }
   }
-  if (auto failure = compare(c, regime, out[0], ref, bounds)) return failure;
+  const double weight_unit = kernel.products == Products::bf16 ? std::ldexp(1.0, -8) : 0.0;
+  if (auto failure = compare(c, regime, out[0], ref, bounds, weight_unit)) return failure;
   if (yardstick != nullptr) {
     const testing::Comparison plain =
         testing::compare_with_plain(c.view(), out[0].data(), yardstick->yardstick());
