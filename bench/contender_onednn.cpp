@@ -75,7 +75,7 @@ class OnednnContender : public Contender {
     if (p.causal) {  // mask[i][j] = 0 where query i sees key j, -inf elsewhere
       mask_.assign(std::size_t(nq * nk), 0.0f);  // (only causal points carry a mask)
       for (std::size_t i = 0; i < p.shape.q_len; ++i) {
-        for (std::size_t j = visible_keys(p.shape, true, i); j < p.shape.kv_len; ++j) {
+        for (std::size_t j = visible_keys(p.shape, options, i).end; j < p.shape.kv_len; ++j) {
           mask_[i * p.shape.kv_len + j] = -std::numeric_limits<float>::infinity();
         }
       }

@@ -29,7 +29,8 @@ OracleCheck check_against_oracle(const Shape& shape, const Options& options, con
       for (std::size_t r = 0; r < rows && !result.mismatch; ++r) {
         // Evenly spaced rows, the first and the last among them.
         const std::size_t i = rows == 1 ? 0 : r * (shape.q_len - 1) / (rows - 1);
-        const std::size_t visible = visible_keys(shape, options.causal, i);
+        const KeySpan keys = visible_keys(shape, options, i);
+        const std::size_t visible = keys.size(), kv0 = at.kv + keys.begin * d;
         const float* out = io.o + at.q + i * d;
         ++check.rows_checked;
         if (visible == 0) {  // nothing to weigh: the library's answer is a zero row
@@ -46,8 +47,8 @@ OracleCheck check_against_oracle(const Shape& shape, const Options& options, con
         Options row_options;
         row_options.scale = effective_scale(shape, options);
         const float* q = rounded(io.q + at.q + i * d, d, q16);
-        const float* k = rounded(io.k + at.kv, visible * d, k16);
-        const float* v = rounded(io.v + at.kv, visible * d, v16);
+        const float* k = rounded(io.k + kv0, visible * d, k16);
+        const float* v = rounded(io.v + kv0, visible * d, v16);
         reference_attention(row_shape, row_options, q, k, v, ref.data());
         const testing::ProblemView row{row_shape, row_options, q, k, v};
         const testing::RowConditioning rc = testing::row_conditioning(row, 0, 0, 0);

@@ -31,6 +31,15 @@ constexpr std::size_t kMaxThreads = 1024;
 
 }  // namespace
 
+std::string_view to_string(Alignment alignment) {
+  return alignment == Alignment::top_left ? "top_left" : "bottom_right";
+}
+std::optional<Alignment> alignment_from_string(std::string_view name) {
+  if (name == "bottom_right") return Alignment::bottom_right;
+  if (name == "top_left") return Alignment::top_left;
+  return std::nullopt;
+}
+
 float effective_scale(const Shape& shape, const Options& options) {
   return options.scale ? *options.scale
                        : static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape.head_dim)));
@@ -71,6 +80,18 @@ void validate(const Shape& shape, const Options& options) {
                   "shape", "batch x kv_heads x kv_len x head_dim x 4 bytes");
   if (options.scale && !std::isfinite(*options.scale)) {
     throw Error("options.scale", std::to_string(*options.scale), "must be finite");
+  }
+  if (options.alignment != Alignment::bottom_right && options.alignment != Alignment::top_left) {
+    throw Error("options.alignment", std::to_string(int(options.alignment)),
+                "must be bottom_right or top_left");
+  }
+  if (options.window_left && *options.window_left == 0) {
+    throw Error("options.window_left", "0",
+                "a window holds at least its diagonal key (1); unset it for no window");
+  }
+  if (options.causal && options.window_right) {
+    throw Error("options.window_right", std::to_string(*options.window_right),
+                "is set with causal = true, which sees no key after the diagonal; unset one");
   }
   if (options.threads > kMaxThreads) {
     throw Error("options.threads", std::to_string(options.threads),
@@ -174,7 +195,7 @@ using kernels::RowRange;
 // The (batch, query head) slice of the problem with the key/value head it reads (its packed copy
 // `packed` when the kernel packs), or with fold > 1 the `fold` query heads from `q_head` on,
 // which share that key/value head, as one problem of fold x q_len rows.
-HeadProblem head_problem(const Shape& shape, float scale, bool causal, const Tensors& t,
+HeadProblem head_problem(const Shape& shape, float scale, const KeyMask& mask, const Tensors& t,
                          const void* packed, std::size_t capacity, std::size_t batch,
                          std::size_t q_head, std::size_t fold = 1) {
   const HeadOffsets at = head_offsets(shape, batch, q_head);
@@ -187,7 +208,7 @@ HeadProblem head_problem(const Shape& shape, float scale, bool causal, const Ten
                      .kv_len = shape.kv_len,
                      .head_dim = shape.head_dim,
                      .scale = scale,
-                     .causal = causal,
+                     .mask = mask,
                      .kv_packed = packed,
                      .kv_capacity = capacity,
                      .lse = t.lse ? t.lse + at.q / shape.head_dim : nullptr,
@@ -274,10 +295,11 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   // arithmetic is the same as unfolded. Problem p is batch p / per_batch, query heads from
   // (p % per_batch) x group on (group 1: one query head).
   const driver::Problems plan = driver::problems(code, shape);
+  const KeyMask mask(shape.q_len, shape.kv_len, options);
   const std::size_t per_batch = shape.q_heads / plan.group;
   auto problem = [&](std::size_t p, std::size_t slot = 0) {
     const std::size_t b = p / per_batch, h = p % per_batch * plan.group;
-    return head_problem(shape, scale, options.causal, tensors,
+    return head_problem(shape, scale, mask, tensors,
                         packed_head(head_offsets(shape, b, h).kv_head, slot), capacity, b, h,
                         plan.group);
   };

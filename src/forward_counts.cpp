@@ -43,45 +43,57 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
   const std::size_t kv_heads = shape.batch * shape.kv_heads;
 
   // One problem as the kernel sees it: `rows` query rows (row i being row i % head_rows of its
-  // head for the causal mask) against keys [0, keys), in tasks of `task` rows; the counts of
-  // `copies` such problems.
+  // head for the mask) against keys [0, keys), in tasks of `task` rows; the counts of `copies`
+  // such problems.
   ForwardCounts c;
   auto count_problem = [&](std::size_t rows, std::size_t head_rows, std::size_t keys,
                            std::size_t task, double copies) {
-    const Shape head{.q_len = head_rows, .kv_len = shape.kv_len, .head_dim = d};
+    const KeyMask mask(head_rows, shape.kv_len, options);
     auto visible = [&](std::size_t i) {
-      return std::min(keys, visible_keys(head, options.causal, i % head_rows));
+      const KeySpan span = mask.row(i % head_rows);
+      return KeySpan{std::min(keys, span.begin), std::min(keys, span.end)};
     };
-    auto widest = [&](std::size_t i, std::size_t count) {
-      if (options.causal && i % head_rows + count > head_rows) return keys;
-      return visible(i + count - 1);
+    // The keys rows [i, i + count) see, from the first's first to the last's last (a span across
+    // two folded heads: all of them).
+    auto span_of = [&](std::size_t i, std::size_t count) {
+      if (i % head_rows + count > head_rows) return KeySpan{visible(0).begin, keys};
+      return KeySpan{visible(i).begin, visible(i + count - 1).end};
     };
     const std::size_t br_max = std::min(b.query_block, task);
     for (std::size_t t0 = 0; t0 < rows; t0 += task) {
       const std::size_t t_end = std::min(t0 + task, rows);
       for (std::size_t i0 = t0; i0 < t_end; i0 += br_max) {
         const std::size_t br = std::min(br_max, t_end - i0);
-        const std::size_t last_key = widest(i0, br);
+        const KeySpan span = span_of(i0, br);
+        // the key blocks the row block takes: from the one that holds its first key
+        const std::size_t first_key =
+            b.key_block == kernels::kNoKeyBlocks ? 0 : span.begin / b.key_block * b.key_block;
+        const std::size_t streamed = span.end > first_key ? span.end - first_key : 0;
         // K for the keys the block scores (every key for a kernel that masks after scoring), V for
         // those it blends.
-        const std::size_t scored = b.scores_masked_keys ? keys : last_key;
-        c.kv_stream_bytes += copies * (double(scored) * k_bytes + double(last_key) * v_bytes);
+        const std::size_t scored = b.scores_masked_keys ? keys : streamed;
+        c.kv_stream_bytes += copies * (double(scored) * k_bytes + double(streamed) * v_bytes);
         if (kernel.strategy == Strategy::tiled) {  // the rescale factor of each row and key block
-          const double key_blocks = double(blocks(last_key, b.key_block));
+          const double key_blocks = double(blocks(streamed, b.key_block));
           c.exps += copies * double(br) * key_blocks;
         }
         const std::size_t group = kernels::row_group(br, b.mr);
         for (std::size_t g = 0; g < br; g += group) {
           const std::size_t mr = std::min(group, br - g);
-          const std::size_t w = b.scores_masked_keys ? keys : widest(i0 + g, mr);
+          const KeySpan seen = span_of(i0 + g, mr);
+          // from the panel of the group's first key
+          const std::size_t w = b.scores_masked_keys    ? keys
+                                : seen.end > seen.begin ? seen.end - seen.begin / b.nr * b.nr
+                                                        : 0;
           c.score_fmas += copies * double(mr) * double(round_up(w, b.nr)) * double(d);
         }
         for (std::size_t i = i0; i < i0 + br; ++i) {
           // The blend runs each row over the keys it sees (a group's shared keys, then each row's
-          // ragged tail alone).
-          c.blend_fmas += copies * double(visible(i)) * double(dp);
-          c.exps += copies * double(visible(i));
-          c.softmax_scores += copies * double(visible(i));
+          // ragged head and tail alone).
+          const double seen = double(visible(i).size());
+          c.blend_fmas += copies * seen * double(dp);
+          c.exps += copies * seen;
+          c.softmax_scores += copies * seen;
         }
       }
     }

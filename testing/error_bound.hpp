@@ -24,7 +24,8 @@ struct ProblemView {
 };
 
 // Query row i of (batch, head): its query, its key/value head's K and V, the number of keys it
-// sees (the causal mask applied) and the index of its first output element.
+// sees (the mask and window applied; k and v point at its first) and the index of its first output
+// element.
 struct RowView {
   const float* q;
   const float* k;
@@ -36,7 +37,9 @@ struct RowView {
 inline RowView row_view(const ProblemView& p, std::size_t batch, std::size_t head, std::size_t i) {
   const HeadOffsets at = head_offsets(p.shape, batch, head);
   const std::size_t out = at.q + i * p.shape.head_dim;
-  return {p.q + out, p.k + at.kv, p.v + at.kv, visible_keys(p.shape, p.options.causal, i), out};
+  const KeySpan keys = visible_keys(p.shape, p.options, i);
+  const std::size_t kv0 = at.kv + keys.begin * p.shape.head_dim;
+  return {p.q + out, p.k + kv0, p.v + kv0, keys.size(), out};
 }
 
 // The error bound for query row i of one head, a worst case rather than a statistical guess:
@@ -207,7 +210,7 @@ inline Comparison compare_with_bound(const ProblemView& p, const float* out,
     for (std::size_t h = 0; h < s.q_heads; ++h) {
       for (std::size_t i = 0; i < s.q_len && !result.mismatch; ++i) {
         const std::size_t row = (b * s.q_heads + h) * s.q_len + i;
-        const RowConditioning rc{y.sigma[row], y.vmax[row], visible_keys(s, p.options.causal, i)};
+        const RowConditioning rc{y.sigma[row], y.vmax[row], visible_keys(s, p.options, i).size()};
         double weights = 0;  // weight_unit max_c A_c
         for (std::size_t c = 0; y.weight_unit > 0 && c < s.head_dim; ++c)
           weights = std::fmax(weights, y.weight_unit * y.blend[row * s.head_dim + c]);
@@ -239,7 +242,7 @@ inline Comparison compare_with_plain(const ProblemView& p, const float* out,
             plain_error = std::fmax(plain_error, std::fabs(have - want));
           }
         }
-        const double n = double(visible_keys(s, p.options.causal, i));
+        const double n = double(visible_keys(s, p.options, i).size());
         const double log_n = n > 1 ? std::log(n) : 0.0;
         const double absolute =
             n * std::exp(-80.0) * y.vmax[row] + std::ldexp(2.0 * (n + double(d)) + 8.0, -150);

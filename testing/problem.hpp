@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <attnbench/attnbench.hpp>
@@ -53,6 +55,78 @@ inline Problem random_problem(const Shape& shape, bool causal, std::uint32_t see
   RandomFill fill(seed);
   for (auto* t : {&p.q, &p.k, &p.v}) fill.normal(*t);
   return p;
+}
+
+// A test case's mask options (Options' causal, alignment and window), and its name in test names:
+// "_causal", "_topleft", "_wl37", "_wr5".
+struct Masking {
+  bool causal = false;
+  Alignment alignment = Alignment::bottom_right;
+  std::optional<std::size_t> left, right;
+
+  Masking(bool causal_mask = false) : causal(causal_mask) {}  // NOLINT: plain causal or not
+  Masking(bool causal_mask, Alignment a, std::optional<std::size_t> window_left,
+          std::optional<std::size_t> window_right = std::nullopt)
+      : causal(causal_mask), alignment(a), left(window_left), right(window_right) {}
+
+  void apply(Options& o) const {
+    o.causal = causal;
+    o.alignment = alignment;
+    o.window_left = left;
+    o.window_right = right;
+  }
+  std::string name() const {
+    std::string n = causal ? "_causal" : "";
+    if (alignment == Alignment::top_left) n += "_topleft";
+    if (left) n += "_wl" + std::to_string(*left);
+    if (right) n += "_wr" + std::to_string(*right);
+    return n;
+  }
+};
+
+inline Problem random_problem(const Shape& shape, const Masking& mask, std::uint32_t seed) {
+  Problem p = random_problem(shape, mask.causal, seed);
+  mask.apply(p.options);
+  return p;
+}
+
+// Windows and alignments over shapes that break tiling, for every kernel forward and backward:
+// windows of 1, windows that end inside a block (37, 70), windows wider than the keys, local
+// (non-causal) windows on both sides, q_len != kv_len in both alignments (rows that see no key
+// included), grouped-query heads; `decoding` adds few-row shapes with many keys (split into key
+// chunks by the tiled forward).
+struct MaskCase {
+  Shape shape;
+  Masking mask;
+  bool outliers = false;
+};
+inline std::vector<MaskCase> window_cases(bool decoding) {
+  std::vector<MaskCase> cases;
+  for (Alignment a : {Alignment::bottom_right, Alignment::top_left}) {
+    const Masking masks[] = {{true, a, std::nullopt},
+                             {true, a, 1},
+                             {true, a, 37},
+                             {true, a, 70},
+                             {true, a, 5000},
+                             {false, a, 50, 20},
+                             {false, a, std::nullopt, 0}};
+    for (auto [q, k] : {std::pair{1, 1}, {17, 65}, {65, 17}, {200, 1000}, {127, 127}, {300, 257}}) {
+      for (const Masking& m : masks) {
+        cases.push_back({{1, 1, 1, std::size_t(q), std::size_t(k), 31}, m});
+      }
+    }
+    cases.push_back({{2, 6, 2, 17, 65, 8}, {true, a, 37}});
+    cases.push_back({{2, 6, 3, 65, 33, 65}, {false, a, 20, 5}});
+    cases.push_back({{1, 1, 1, 17, 1000, 64}, {true, a, 100}, true});
+    cases.push_back({{1, 1, 1, 200, 200, 64}, {false, a, 30, 30}, true});
+    cases.push_back({{1, 1, 1, 150, 400, 128}, {true, a, 130}});
+    if (decoding) {
+      cases.push_back({{1, 1, 1, 1, 5000, 64}, {true, a, 300}});
+      cases.push_back({{1, 1, 1, 3, 4097, 33}, {true, a, 1000}});
+      cases.push_back({{2, 4, 2, 7, 6000, 16}, {false, a, 500, 0}});
+    }
+  }
+  return cases;
 }
 
 // Outliers that force the online softmax to rescale: every key gets a component along the all-ones

@@ -86,22 +86,24 @@ void forward_rows(const Shape& shape, const Options& options, const float* q, co
         for (std::size_t c = 0; c < d; ++c) oi[c] = 0;
         for (std::size_t c = 0; ai != nullptr && c < d; ++c) ai[c] = 0;
         Real row_lse;
-        const std::size_t visible = visible_keys(shape, options.causal, i);
+        // the keys row i sees: [keys.begin, keys.end), from kv0 in K and V
+        const KeySpan keys = visible_keys(shape, options, i);
+        const std::size_t visible = keys.size(), kv0 = at.kv + keys.begin * d;
         const std::size_t row = at.q / d + i;
         const bool weighs =
-            row_weights(q + at.q + i * d, k + at.kv, d, visible, scale, p, row_lse,
+            row_weights(q + at.q + i * d, k + kv0, d, visible, scale, p, row_lse,
                         row_sigma != nullptr ? row_sigma + row : nullptr, bf16_weights);
         if (lse != nullptr) lse[row] = row_lse;
         if (row_vmax != nullptr) {
           Real vmax = 0;
           for (std::size_t x = 0; x < visible * d; ++x)
-            vmax = std::fmax(vmax, std::fabs(Real(v[at.kv + x])));
+            vmax = std::fmax(vmax, std::fabs(Real(v[kv0 + x])));
           row_vmax[row] = vmax;
         }
         if (!weighs) continue;
         // Step 3, blend: o_i = sum_j p_j v_j.
         for (std::size_t j = 0; j < visible; ++j) {
-          const float* vj = v + at.kv + j * d;
+          const float* vj = v + kv0 + j * d;
           for (std::size_t c = 0; c < d; ++c) oi[c] += p[j] * Real(vj[c]);
           for (std::size_t c = 0; ai != nullptr && c < d; ++c)
             ai[c] += p[j] * std::fabs(Real(vj[c]));
@@ -157,15 +159,16 @@ void backward_sums(const Shape& shape, const Options& options, const float* q, c
       for (std::size_t i = 0; i < shape.q_len; ++i) {
         const float* qi = q + at.q + i * d;
         const float* doi = d_o + at.q + i * d;
-        const std::size_t visible = visible_keys(shape, options.causal, i);
+        const KeySpan keys = visible_keys(shape, options, i);
+        const std::size_t visible = keys.size(), kv0 = at.kv + keys.begin * d;
         Real lse;
-        if (!row_weights(qi, k + at.kv, d, visible, scale, p, lse)) continue;  // zero row
+        if (!row_weights(qi, k + kv0, d, visible, scale, p, lse)) continue;  // zero row
 
         // dp_j = dO_i . v_j, D = sum_j p_j dp_j (= dO_i . o_i).
         Real delta = 0;
         for (std::size_t j = 0; j < visible; ++j) {
           Real dot = 0;
-          for (std::size_t c = 0; c < d; ++c) dot += term(doi[c]) * term(v[at.kv + j * d + c]);
+          for (std::size_t c = 0; c < d; ++c) dot += term(doi[c]) * term(v[kv0 + j * d + c]);
           dp[j] = dot;
           delta += p[j] * dot;
         }
@@ -176,7 +179,7 @@ void backward_sums(const Shape& shape, const Options& options, const float* q, c
           // Only a weight at or above the cut is left out: a NaN weight stays NaN.
           const Real pj = kAbs && p[j] >= weights_below ? Real(0) : p[j];
           const Real ds = pj * (kAbs ? dp[j] + delta : dp[j] - delta);
-          const std::size_t kj = at.kv + j * d;
+          const std::size_t kj = kv0 + j * d;
           for (std::size_t c = 0; c < d; ++c) {
             dqi[c] += term_scale * ds * term(k[kj + c]);
             dk[kj + c] += term_scale * ds * term(qi[c]);

@@ -121,12 +121,12 @@ TEST(BackwardOracle, MatchesCentralDifferencesOfTheForwardOracle) {
 
 struct Case {
   Shape shape;
-  bool causal;
+  Masking mask;
   bool outliers;
 };
 
 std::string case_name(const Case& c) {
-  return shape_name(c.shape) + (c.causal ? "_causal" : "") + (c.outliers ? "_outliers" : "");
+  return shape_name(c.shape) + c.mask.name() + (c.outliers ? "_outliers" : "");
 }
 
 std::vector<Case> backward_cases() {
@@ -152,6 +152,7 @@ std::vector<Case> backward_cases() {
       }
     }
   }
+  for (const MaskCase& m : window_cases(false)) cases.push_back({m.shape, m.mask, m.outliers});
   std::set<std::string> seen;
   std::erase_if(cases, [&](const Case& c) { return !seen.insert(case_name(c)).second; });
   return cases;
@@ -232,7 +233,7 @@ const Solved& solved(const Case& c) {
   auto it = cache.find(key);
   if (it == cache.end()) {
     const auto seed = static_cast<std::uint32_t>(cache.size() + 1);
-    Problem p = random_problem(c.shape, c.causal, seed);
+    Problem p = random_problem(c.shape, c.mask, seed);
     if (c.outliers) add_outliers(p);
     std::vector<float> d_o = random_output_gradient(p, seed + 1000);
     GradientsOf<double> ref = reference_gradients<double>(p, d_o);
@@ -316,11 +317,15 @@ class EveryBackwardKernel : public ::testing::TestWithParam<std::string> {
 
 TEST_P(EveryBackwardKernel, BitwiseTheSameForEveryThreadCount) {
   SKIP_IF_UNAVAILABLE(kernel());
-  for (const auto& [shape, causal] : {std::pair{Shape{1, 1, 1, 300, 517, 40}, false},
-                                      {Shape{1, 1, 1, 300, 517, 40}, true},
-                                      {Shape{2, 4, 2, 97, 250, 33}, true},
-                                      {Shape{1, 2, 1, 1000, 200, 64}, true}}) {
-    Problem p = random_problem(shape, causal, 5);
+  // Windows: a row block's dQ turns start at the first key block its rows see.
+  for (const auto& [shape, mask] :
+       {std::pair<Shape, Masking>{Shape{1, 1, 1, 300, 517, 40}, false},
+        {Shape{1, 1, 1, 300, 517, 40}, true},
+        {Shape{2, 4, 2, 97, 250, 33}, true},
+        {Shape{1, 2, 1, 1000, 200, 64}, true},
+        {Shape{1, 1, 1, 1000, 700, 40}, {true, Alignment::bottom_right, 150}},
+        {Shape{2, 4, 2, 300, 517, 33}, {false, Alignment::top_left, 60, 25}}}) {
+    Problem p = random_problem(shape, mask, 5);
     const std::vector<float> d_o = random_output_gradient(p, 6);
     GradientsOf<float> first;
     for (std::size_t threads : {1, 2, 3, 8}) {
@@ -334,9 +339,12 @@ TEST_P(EveryBackwardKernel, BitwiseTheSameForEveryThreadCount) {
       const auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
         return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
       };
-      EXPECT_TRUE(same(g.dq, first.dq)) << shape_name(shape) << " dq, threads " << threads;
-      EXPECT_TRUE(same(g.dk, first.dk)) << shape_name(shape) << " dk, threads " << threads;
-      EXPECT_TRUE(same(g.dv, first.dv)) << shape_name(shape) << " dv, threads " << threads;
+      EXPECT_TRUE(same(g.dq, first.dq))
+          << shape_name(shape) << mask.name() << " dq, threads " << threads;
+      EXPECT_TRUE(same(g.dk, first.dk))
+          << shape_name(shape) << mask.name() << " dk, threads " << threads;
+      EXPECT_TRUE(same(g.dv, first.dv))
+          << shape_name(shape) << mask.name() << " dv, threads " << threads;
     }
   }
 }

@@ -240,8 +240,11 @@ void for_each_row(const Problem& p, Row&& row) {
     for (std::size_t h = 0; h < s.q_heads; ++h) {
       const HeadOffsets at = head_offsets(s, b, h);
       for (std::size_t i = 0; i < s.q_len; ++i) {
-        const std::size_t n = visible_keys(s, p.options.causal, i);
-        if (n != 0) row(at, i, n);
+        // K and V from the first key the row sees
+        const KeySpan keys = visible_keys(s, p.options, i);
+        HeadOffsets from = at;
+        from.kv += keys.begin * s.head_dim;
+        if (!keys.empty()) row(from, i, keys.size());
       }
     }
   }

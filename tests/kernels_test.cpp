@@ -1,5 +1,6 @@
 // Every registry kernel against the float64 oracle, over shapes chosen to break tiling: lengths
-// of 1, one past a block, primes, q_len != kv_len; odd head dims; causal on and off; GQA; and
+// of 1, one past a block, primes, q_len != kv_len; odd head dims; causal on and off, windows and
+// both alignments (testing/problem.hpp: window_cases); GQA; and
 // outliers that make the online softmax rescale. Then the properties every kernel must keep.
 #include <gtest/gtest.h>
 
@@ -23,13 +24,12 @@ namespace {
 
 struct Case {
   Shape shape;
-  bool causal;
+  Masking mask;
   bool outliers;
 };
 
 std::string case_name(const Case& c) {
-  std::string name = shape_name(c.shape);
-  if (c.causal) name += "_causal";
+  std::string name = shape_name(c.shape) + c.mask.name();
   if (c.outliers) name += "_outliers";
   return name;
 }
@@ -75,6 +75,7 @@ std::vector<Case> oracle_cases() {
       }
     }
   }
+  for (const MaskCase& m : window_cases(true)) cases.push_back({m.shape, m.mask, m.outliers});
   // The loops above meet at a few shapes (q 1, k 1, d 31): keep the first of each name.
   std::set<std::string> seen;
   std::erase_if(cases, [&](const Case& c) { return !seen.insert(case_name(c)).second; });
@@ -91,7 +92,7 @@ const std::pair<Problem, OracleAnswer>& solved(const Case& c, Products products)
   auto it = cache.find(key);
   if (it == cache.end()) {
     const std::uint32_t seed = seeds.emplace(name, std::uint32_t(seeds.size() + 1)).first->second;
-    Problem p = random_problem(c.shape, c.causal, seed);
+    Problem p = random_problem(c.shape, c.mask, seed);
     if (c.outliers) add_outliers(p);
     OracleAnswer ref = solve(p, products);
     it = cache.emplace(key, std::pair{std::move(p), std::move(ref)}).first;
@@ -322,23 +323,29 @@ TEST_P(EveryKernel, MultithreadedOutputIsBitwiseIdentical) {
   // are not (its 4 query heads of 17 rows folded per key/value head); 32 heads of 500 rows make
   // the SIMD tiled kernels' tasks 192 rows on 2 and 3 threads and 96 on 8 (the driver's
   // task_rows; 48 for kernels without a query block), each with a shorter last block. Causal and
-  // not: without the mask every row costs the same, so the driver's split differs.
-  for (const auto& [shape, causal] : {std::pair{Shape{1, 3, 1, 300, 257, 33}, true},
-                                      {Shape{1, 2, 1, 2, 9000, 40}, true},
-                                      {Shape{2, 8, 2, 17, 1000, 40}, true},
-                                      {Shape{2, 16, 4, 500, 300, 24}, true},
-                                      {Shape{1, 3, 1, 300, 257, 33}, false},
-                                      {Shape{1, 2, 1, 2, 9000, 40}, false},
-                                      {Shape{2, 8, 2, 17, 1000, 40}, false},
-                                      {Shape{2, 16, 4, 500, 300, 24}, false}}) {
-    Problem p = random_problem(shape, causal, 23);
+  // not: without the mask every row costs the same, so the driver's split differs. Windows: a
+  // row block's first key block then depends on its rows.
+  constexpr Alignment kTopLeft = Alignment::top_left, kBottomRight = Alignment::bottom_right;
+  for (const auto& [shape, mask] : {std::pair<Shape, Masking>{Shape{1, 3, 1, 300, 257, 33}, true},
+                                    {Shape{1, 2, 1, 2, 9000, 40}, true},
+                                    {Shape{2, 8, 2, 17, 1000, 40}, true},
+                                    {Shape{2, 16, 4, 500, 300, 24}, true},
+                                    {Shape{1, 3, 1, 300, 257, 33}, false},
+                                    {Shape{1, 2, 1, 2, 9000, 40}, false},
+                                    {Shape{2, 8, 2, 17, 1000, 40}, false},
+                                    {Shape{2, 16, 4, 500, 300, 24}, false},
+                                    {Shape{1, 3, 1, 300, 257, 33}, {true, kBottomRight, 50}},
+                                    {Shape{1, 2, 1, 2, 9000, 40}, {true, kBottomRight, 3000}},
+                                    {Shape{2, 8, 2, 17, 1000, 40}, {true, kTopLeft, 200}},
+                                    {Shape{2, 16, 4, 500, 300, 24}, {false, kTopLeft, 40, 10}}}) {
+    Problem p = random_problem(shape, mask, 23);
     Workspace ws;
     const std::vector<float> serial = run(kernel(), p, ws);
     for (std::size_t threads : {2, 3, 8}) {
       p.options.threads = threads;
       const std::vector<float> parallel = run(kernel(), p, ws);
       EXPECT_EQ(0, std::memcmp(serial.data(), parallel.data(), serial.size() * sizeof(float)))
-          << threads << " threads, " << shape_name(shape) << (causal ? " causal" : "");
+          << threads << " threads, " << shape_name(shape) << mask.name();
     }
   }
 }

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "attnbench/registry.hpp"
 #include "attnbench/types.hpp"
@@ -17,9 +19,30 @@ namespace attnbench {
 
 class KvCache;
 
+// Where a row's diagonal key sits when q_len != kv_len: the key the causal mask and a window end
+// at. Alike when q_len == kv_len.
+enum class Alignment : std::uint8_t {
+  // Row i's diagonal key is i + kv_len - q_len: the last query row sees the last key, as in
+  // FlashAttention >= 2.1 and a KV cache's new rows. The default.
+  bottom_right,
+  // Row i's diagonal key is key i, as PyTorch's is_causal.
+  top_left,
+};
+std::string_view to_string(Alignment alignment);  // "bottom_right", "top_left"
+// The Alignment called `name`, or nullopt.
+std::optional<Alignment> alignment_from_string(std::string_view name);
+
 struct Options {
-  // Causal mask aligned to the bottom-right: query i sees keys j <= i + (kv_len - q_len).
+  // Causal mask: a row sees no key after its diagonal key (`alignment` says which that is).
   bool causal = false;
+  Alignment alignment = Alignment::bottom_right;
+  // Sliding window (local attention, as Mistral and Gemma): a row sees at most window_left keys
+  // ending at its diagonal key (that key and the window_left - 1 before it). Unset: every key
+  // before. At least 1.
+  std::optional<std::size_t> window_left;
+  // Non-causal local attention: the keys after its diagonal key a row sees too. Unset: all of
+  // them. Not with `causal` (which means 0).
+  std::optional<std::size_t> window_right;
   // Multiplies every score; unset means 1 / sqrt(head_dim). 0 is allowed (uniform weights).
   std::optional<float> scale;
   // Largest naive score matrix (bytes) a call may materialise; 0 means half of physical RAM.
@@ -59,27 +82,94 @@ struct Gradients {
   float* dv = nullptr;
 };
 
-// The causal mask, defined once for kernels, oracle, tests and benchmark: query row `row` attends
-// to keys [0, visible_keys(...)): all kv_len of them, or under the bottom-right mask
-// min(kv_len, max(0, row + 1 + kv_len - q_len)).
-constexpr std::size_t visible_keys(const Shape& shape, bool causal, std::size_t row) {
-  if (!causal) return shape.kv_len;
-  // No overflow: validated sizes are far below 2^63.
-  const std::size_t seen = row + 1 + shape.kv_len;
-  // One expression: written as two returns, GCC 12 spills the scalar tiled kernel's pointers to
-  // the stack inside its inner loops, where this function is inlined.
-  return seen <= shape.q_len
-             ? 0
-             : (seen - shape.q_len < shape.kv_len ? seen - shape.q_len : shape.kv_len);
+// Keys [begin, end) of one head.
+struct KeySpan {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  constexpr std::size_t size() const { return end - begin; }
+  constexpr bool empty() const { return end <= begin; }
+};
+
+// Which keys each query row of one head sees, from the options (causal mask, alignment, window),
+// defined once for kernels, oracle, tests and benchmark: row i sees keys [begin, end) with, d(i)
+// its diagonal key (i + kv_len - q_len bottom-right, i top-left),
+//   end = d(i) + 1 (causal), d(i) + 1 + window_right, or kv_len, at most kv_len;
+//   begin = d(i) + 1 - window_left, or 0;
+// clamped to [0, kv_len], empty when begin >= end (a zero row). begin and end never decrease
+// from one row to the next, so the rows that see a key are consecutive too.
+class KeyMask {
+ public:
+  constexpr KeyMask() = default;  // every row sees every key of an empty head
+  constexpr KeyMask(std::size_t q_len, std::size_t kv_len, const Options& options)
+      : kv_len_(std::int64_t(kv_len)),
+        diagonal0_(options.alignment == Alignment::top_left
+                       ? 0
+                       : std::int64_t(kv_len) - std::int64_t(q_len)),
+        left_(options.window_left ? bounded(*options.window_left) : kUnbounded),
+        right_(options.causal         ? 0
+               : options.window_right ? bounded(*options.window_right)
+                                      : kUnbounded),
+        q_len_(std::int64_t(q_len)) {}
+
+  // The keys row i sees.
+  constexpr KeySpan row(std::size_t i) const {
+    // No overflow: validated sizes (and windows, clamped) are far below 2^62.
+    const std::int64_t next = std::int64_t(i) + diagonal0_ + 1;  // one past the diagonal key
+    const std::int64_t end = clamp(next + right_, 0, kv_len_);
+    return {std::size_t(clamp(next - left_, 0, end)), std::size_t(end)};
+  }
+  // The keys any of rows [i, i + count) sees (count >= 1): from the first row's first to the
+  // last row's last.
+  constexpr KeySpan rows(std::size_t i, std::size_t count) const {
+    return {row(i).begin, row(i + count - 1).end};
+  }
+  // The rows that see key j: [first, last).
+  constexpr std::size_t first_row(std::size_t j) const {
+    return std::size_t(clamp(std::int64_t(j) - right_ - diagonal0_, 0, q_len_));
+  }
+  constexpr std::size_t last_row(std::size_t j) const {
+    return std::size_t(clamp(std::int64_t(j) + left_ - diagonal0_, 0, q_len_));
+  }
+  // The first key row i's window reaches (0 without a window; kv_len if past the keys): its
+  // begin before it is clamped to its end.
+  constexpr std::size_t window_start(std::size_t i) const {
+    return std::size_t(clamp(std::int64_t(i) + diagonal0_ + 1 - left_, 0, kv_len_));
+  }
+  // Whether a row may see fewer than every key (causal or windowed).
+  constexpr bool limits() const { return left_ != kUnbounded || right_ != kUnbounded; }
+
+ private:
+  static constexpr std::int64_t kUnbounded = std::int64_t{1} << 62;
+  // A window past 2^61 keys sees as much as none.
+  static constexpr std::int64_t bounded(std::size_t w) {
+    return w < (std::size_t{1} << 61) ? std::int64_t(w) : std::int64_t{1} << 61;
+  }
+  static constexpr std::int64_t clamp(std::int64_t x, std::int64_t lo, std::int64_t hi) {
+    return x < lo ? lo : (x > hi ? hi : x);
+  }
+  std::int64_t kv_len_ = 0;
+  std::int64_t diagonal0_ = 0;  // row 0's diagonal key
+  std::int64_t left_ = kUnbounded;
+  std::int64_t right_ = kUnbounded;
+  std::int64_t q_len_ = 0;
+};
+
+// The keys query row `row` of a head of `shape` sees under `options`.
+constexpr KeySpan visible_keys(const Shape& shape, const Options& options, std::size_t row) {
+  return KeyMask(shape.q_len, shape.kv_len, options).row(row);
 }
 
-// Query-key pairs a call scores over every (batch, query head): q_len x kv_len, or under the
-// causal mask only the visible ones. Attention costs 4 x head_dim FLOPs per pair (a multiply-add
+// Query-key pairs a call scores over every (batch, query head): q_len x kv_len, or under a mask
+// or window only the visible ones. Attention costs 4 x head_dim FLOPs per pair (a multiply-add
 // in each of the two products).
-constexpr double scored_pairs(const Shape& shape, bool causal) {
+constexpr double scored_pairs(const Shape& shape, const Options& options) {
+  const KeyMask mask(shape.q_len, shape.kv_len, options);
   double pairs = 0;
-  for (std::size_t i = 0; i < shape.q_len; ++i) pairs += double(visible_keys(shape, causal, i));
+  for (std::size_t i = 0; i < shape.q_len; ++i) pairs += double(mask.row(i).size());
   return pairs * double(shape.batch * shape.q_heads);
+}
+constexpr double scored_pairs(const Shape& shape, bool causal) {
+  return scored_pairs(shape, Options{.causal = causal});
 }
 
 // Where one (batch, query head) lives in the tensors, grouped-query attention included: the

@@ -36,7 +36,7 @@ struct HeadProblem {
   std::size_t kv_len;
   std::size_t head_dim;
   float scale;
-  bool causal;
+  KeyMask mask;  // which keys each of a head's rows sees, for head_rows rows
   // This key/value head packed by KernelCode::packing (in the kernel's storage type), if any,
   // laid out for kv_capacity keys (kv_len for a call's own copy, more in a KvCache).
   const void* kv_packed = nullptr;
@@ -44,21 +44,32 @@ struct HeadProblem {
   float* lse = nullptr;  // [q_len], each row's log-sum-exp, when the caller asks
   // Rows of one query head: q_len, or fewer when the driver folds the query heads that share a
   // key/value head into one problem (decoding), row i then being row i % head_rows of its head
-  // for the causal mask.
+  // for the mask.
   std::size_t head_rows = 0;
 
-  // Number of keys query row i may attend to: attnbench::visible_keys for this head.
-  std::size_t visible_keys(std::size_t i) const {
-    return attnbench::visible_keys(Shape{.q_len = head_rows, .kv_len = kv_len}, causal,
-                                   causal ? i % head_rows : i);
+  // The keys query row i sees: attnbench::KeyMask for this head.
+  KeySpan visible(std::size_t i) const { return mask.row(i < head_rows ? i : i % head_rows); }
+  // The keys any of rows [i, i + count) sees: a block skips the keys outside them.
+  KeySpan visible_rows(std::size_t i, std::size_t count) const {
+    const std::size_t first = i < head_rows ? i : i % head_rows;
+    // A block across two heads' rows (folded) sees what a head's first and last rows see.
+    if (first + count > head_rows) return {mask.row(0).begin, mask.row(head_rows - 1).end};
+    return mask.rows(first, count);
   }
-  // The most keys any of rows [i, i + count) sees: a block skips the keys past it.
-  std::size_t widest_visible(std::size_t i, std::size_t count) const {
-    // A block that reaches a head's last row (which sees every key) sees every key.
-    if (causal && i % head_rows + count > head_rows) return kv_len;
-    return visible_keys(i + count - 1);
+  // Whether every one of rows [i, i + count) sees every key of [j0, j0 + bc).
+  bool seen_by_all(std::size_t i, std::size_t count, std::size_t j0, std::size_t bc) const {
+    const std::size_t first = i < head_rows ? i : i % head_rows;
+    const bool wraps = first + count > head_rows;  // folded: a head's last and first rows
+    const std::size_t last = wraps ? head_rows - 1 : first + count - 1;
+    return mask.row(last).begin <= j0 && mask.row(wraps ? 0 : first).end >= j0 + bc;
   }
 };
+
+// The first key of the grid of `step` keys from `origin` at or before `key` (origin if key is
+// before it): where a block that must hold `key` starts.
+inline std::size_t on_grid(std::size_t origin, std::size_t key, std::size_t step) {
+  return key <= origin ? origin : origin + (key - origin) / step * step;
+}
 
 // Query rows [begin, end) of one HeadProblem.
 struct RowRange {
@@ -100,7 +111,7 @@ struct BackwardProblem {
   std::size_t kv_len;
   std::size_t head_dim;
   float scale;
-  bool causal;
+  KeyMask mask;
   std::size_t key_block;  // Backward::key_block(head_dim): a task's keys start at its multiples
   DqOrder dq_order;       // heads counted from the group's first query head
   DkvOrder dkv_order;     // key blocks of this key/value head
@@ -110,9 +121,7 @@ struct BackwardProblem {
   float* ds = nullptr;
   std::size_t p_stride = 0;
 
-  std::size_t visible_keys(std::size_t i) const {
-    return attnbench::visible_keys(Shape{.q_len = q_len, .kv_len = kv_len}, causal, i);
-  }
+  KeySpan visible(std::size_t i) const { return mask.row(i); }
   // Query head g of the group: its rows of Q, dO and dQ, its LSE and D.
   struct HeadRows {
     const float* q;
@@ -126,16 +135,16 @@ struct BackwardProblem {
     return {q + rows * head_dim, d_o + rows * head_dim, lse + rows, delta + rows,
             dq + rows * head_dim};
   }
-  // The first query row that sees key j (q_len if none does).
-  std::size_t first_row_seeing(std::size_t j) const {
-    if (!causal) return 0;
-    // Row i sees key j iff j < i + 1 + kv_len - q_len, i.e. i >= j + q_len - kv_len.
-    const std::size_t shifted = j + q_len;
-    return shifted < kv_len ? 0 : min_size(q_len, shifted - kv_len);
+  // The query rows that see key j: [first_row_seeing(j), last_row_seeing(j)).
+  std::size_t first_row_seeing(std::size_t j) const { return mask.first_row(j); }
+  std::size_t last_row_seeing(std::size_t j) const { return mask.last_row(j); }
+  // dQ's turn (DqOrder) of key block `block` on the rows from i0: key blocks add to a row block
+  // in order from the first one its rows' window reaches (block 0 without a window), which
+  // takes turn 0. A task takes row block i0 iff i0 + (rows a block) > first_row_seeing(its first
+  // key) and i0 < last_row_seeing(its last key).
+  std::size_t dq_turn(std::size_t i0, std::size_t block) const {
+    return block - mask.window_start(i0) / key_block;
   }
-
- private:
-  static std::size_t min_size(std::size_t a, std::size_t b) { return a < b ? a : b; }
 };
 
 // ---------------------------------------------------------------------------------------------

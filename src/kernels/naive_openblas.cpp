@@ -36,9 +36,9 @@ void naive_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
   const std::size_t d = head.head_dim;
   const std::size_t row_count = rows.end - rows.begin;
   float* S = ws.take<float>(row_count * n);
-  std::size_t* keys = ws.take<std::size_t>(row_count);  // keys each row blends (0: zero row)
+  KeySpan* keys = ws.take<KeySpan>(row_count);  // keys each row blends (empty: zero row)
 
-  // Pass 1, score: S = Q K^T over every key (the causal mask is applied in pass 2), one sgemm per
+  // Pass 1, score: S = Q K^T over every key (a mask or window is applied in pass 2), one sgemm per
   // block of kBlendRows rows: OpenBLAS may round a row differently depending on how many rows
   // share a call, and blocks at fixed row offsets keep the output the same for every thread count
   // (tasks start at multiples of 48 rows). The scale is applied in pass 2, not as sgemm's alpha:
@@ -54,25 +54,35 @@ void naive_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
   // SIMD kernels' vector exp (the widest ISA this CPU has), as NumPy's exp is vectorised too.
   const auto softmax_row = widest_softmax_row();
   for (std::size_t r = 0; r < row_count; ++r) {
-    const float l = softmax_row(S + r * n, head.visible_keys(rows.begin + r), head.scale,
+    const KeySpan visible = head.visible(rows.begin + r);
+    const float l = softmax_row(S + r * n + visible.begin, visible.size(), head.scale,
                                 head.lse ? head.lse + rows.begin + r : nullptr);
-    keys[r] = l == 0.0f ? 0 : head.visible_keys(rows.begin + r);
+    keys[r] = l == 0.0f ? KeySpan{} : visible;
   }
 
-  // Pass 3, blend: O = P V, block by block of rows over the keys all of them blend, then tails.
+  // Pass 3, blend: O = P V, block by block of rows over the keys all of them blend, then each
+  // row's head and tail (no row multiplies a V it does not see).
   for (std::size_t r0 = 0; r0 < row_count; r0 += kBlendRows) {
     const std::size_t rb = min_of(kBlendRows, row_count - r0);
-    std::size_t common = n;
-    for (std::size_t r = r0; r < r0 + rb; ++r) common = min_of(common, keys[r]);
-    float* o = head.o + (rows.begin + r0) * d;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rb), int(d), int(common), 1.0f,
-                S + r0 * n, int(n), head.v, int(d), 0.0f, o, int(d));
+    std::size_t common_begin = 0, common_end = n;
     for (std::size_t r = r0; r < r0 + rb; ++r) {
-      if (keys[r] > common) {
-        cblas_sgemv(CblasRowMajor, CblasTrans, int(keys[r] - common), int(d), 1.0f,
-                    head.v + common * d, int(d), S + r * n + common, 1, 1.0f,
-                    head.o + (rows.begin + r) * d, 1);
-      }
+      common_begin = keys[r].begin > common_begin ? keys[r].begin : common_begin;
+      common_end = min_of(common_end, keys[r].end);
+    }
+    if (common_end < common_begin) common_end = common_begin;  // none shared
+    float* o = head.o + (rows.begin + r0) * d;
+    // (k = 0 still sets O = 0)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rb), int(d),
+                int(common_end - common_begin), 1.0f, S + r0 * n + common_begin, int(n),
+                head.v + common_begin * d, int(d), 0.0f, o, int(d));
+    auto add = [&](std::size_t r, std::size_t begin, std::size_t end) {  // row r, keys [begin, end)
+      if (begin >= end) return;
+      cblas_sgemv(CblasRowMajor, CblasTrans, int(end - begin), int(d), 1.0f, head.v + begin * d,
+                  int(d), S + r * n + begin, 1, 1.0f, head.o + (rows.begin + r) * d, 1);
+    };
+    for (std::size_t r = r0; r < r0 + rb; ++r) {
+      add(r, keys[r].begin, min_of(keys[r].end, common_begin));
+      add(r, max_of(keys[r].begin, common_end), keys[r].end);
     }
   }
 }

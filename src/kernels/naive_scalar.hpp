@@ -20,46 +20,46 @@ void naive_loops(const HeadProblem& head, RowRange rows, Workspace& ws) {
   const std::size_t d = head.head_dim;
   const std::size_t row_count = rows.end - rows.begin;
   float* S = ws.take<float>(row_count * n);  // row r holds the scores of query rows.begin + r
-  std::size_t* blend_keys = ws.take<std::size_t>(row_count);
+  KeySpan* keys = ws.take<KeySpan>(row_count);
 
-  // NOTE: under the causal mask row i scores only its visible_keys(i) first keys; the rest of
-  // its S row is never written nor read.
+  // NOTE: under a mask or window row i scores only the keys it sees, keys[r]; the rest of its S
+  // row is never written nor read.
 
   // Pass 1, score: S = scale * Q K^T.
   for (std::size_t r = 0; r < row_count; ++r) {
     const float* q = head.q + (rows.begin + r) * d;
-    const std::size_t visible = head.visible_keys(rows.begin + r);
-    for (std::size_t j = 0; j < visible; ++j) {
+    const KeySpan visible = head.visible(rows.begin + r);
+    for (std::size_t j = visible.begin; j < visible.end; ++j) {
       const float* k = head.k + j * d;
       float dot = 0.0f;
       for (std::size_t c = 0; c < d; ++c) dot += q[c] * k[c];
       S[r * n + j] = head.scale * dot;
     }
-    blend_keys[r] = visible;
+    keys[r] = visible;
   }
 
   // Pass 2, normalise each row in place: P = exp(S - m) / l, m = row max, l = sum exp(S - m).
   for (std::size_t r = 0; r < row_count; ++r) {
     float* s = S + r * n;
     float m = kMinusInf;
-    for (std::size_t j = 0; j < blend_keys[r]; ++j) m = s[j] > m ? s[j] : m;
+    for (std::size_t j = keys[r].begin; j < keys[r].end; ++j) m = s[j] > m ? s[j] : m;
     const float m_ref = max_reference(m);
     float l = 0.0f;
-    for (std::size_t j = 0; j < blend_keys[r]; ++j) {
+    for (std::size_t j = keys[r].begin; j < keys[r].end; ++j) {
       s[j] = scalar_exp(s[j] - m_ref);
       l += s[j];
     }
     if (head.lse) head.lse[rows.begin + r] = log_sum_exp(m, l);
     const float inv_l = inverse_sum(l);
-    if (l == 0.0f) blend_keys[r] = 0;  // nothing to weigh: a zero row, whatever V holds
-    for (std::size_t j = 0; j < blend_keys[r]; ++j) s[j] *= inv_l;
+    if (l == 0.0f) keys[r] = {};  // nothing to weigh: a zero row, whatever V holds
+    for (std::size_t j = keys[r].begin; j < keys[r].end; ++j) s[j] *= inv_l;
   }
 
   // Pass 3, blend: O = P V.
   for (std::size_t r = 0; r < row_count; ++r) {
     float* o = head.o + (rows.begin + r) * d;
     for (std::size_t c = 0; c < d; ++c) o[c] = 0.0f;
-    for (std::size_t j = 0; j < blend_keys[r]; ++j) {
+    for (std::size_t j = keys[r].begin; j < keys[r].end; ++j) {
       const float p = S[r * n + j];
       const float* v = head.v + j * d;
       for (std::size_t c = 0; c < d; ++c) o[c] += p * v[c];

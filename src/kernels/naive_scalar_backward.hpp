@@ -22,11 +22,11 @@ void naive_backward_rows(const BackwardProblem& pb, std::size_t g, RowRange rows
   const float* lse = pb.lse + g * pb.q_len;
   float* dq = pb.dq + g * pb.q_len * d;
   for (std::size_t i = rows.begin; i < rows.end; ++i) {
-    // A zero row weighs nothing; under the mask, row i reaches only its visible keys.
-    const std::size_t visible = lse[i] == kMinusInf ? 0 : pb.visible_keys(i);
+    // A zero row weighs nothing; under a mask or window, row i reaches only its visible keys.
+    const KeySpan visible = lse[i] == kMinusInf ? KeySpan{} : pb.visible(i);
     float* p = pb.p + i * n;
     float* ds = pb.ds + i * n;
-    for (std::size_t j = 0; j < visible; ++j) {
+    for (std::size_t j = visible.begin; j < visible.end; ++j) {
       float s = 0.0f, dp = 0.0f;
       for (std::size_t c = 0; c < d; ++c) s += q[i * d + c] * pb.k[j * d + c];
       for (std::size_t c = 0; c < d; ++c) dp += d_o[i * d + c] * pb.v[j * d + c];
@@ -34,8 +34,9 @@ void naive_backward_rows(const BackwardProblem& pb, std::size_t g, RowRange rows
       ds[j] = dp;                                              // dP = dO V^T
     }
     const float delta = pb.delta[g * pb.q_len + i];
-    for (std::size_t j = 0; j < visible; ++j) ds[j] = pb.scale * p[j] * (ds[j] - delta);
-    for (std::size_t j = 0; j < visible; ++j) {  // dQ = dS K
+    for (std::size_t j = visible.begin; j < visible.end; ++j)
+      ds[j] = pb.scale * p[j] * (ds[j] - delta);
+    for (std::size_t j = visible.begin; j < visible.end; ++j) {  // dQ = dS K
       for (std::size_t c = 0; c < d; ++c) dq[i * d + c] += ds[j] * pb.k[j * d + c];
     }
   }
@@ -49,7 +50,7 @@ void naive_backward_key_rows(const BackwardProblem& pb, std::size_t g, KeyRange 
   for (std::size_t j = keys.begin; j < keys.end; ++j) {
     float* dk = pb.dk + j * d;
     float* dv = pb.dv + j * d;
-    for (std::size_t i = pb.first_row_seeing(j); i < pb.q_len; ++i) {
+    for (std::size_t i = pb.first_row_seeing(j); i < pb.last_row_seeing(j); ++i) {
       if (lse[i] == kMinusInf) continue;  // a zero row: its P and dS were never written
       const float p = pb.p[i * n + j], ds = pb.ds[i * n + j];
       for (std::size_t c = 0; c < d; ++c) {

@@ -34,19 +34,20 @@ struct NaiveSimd : Simd<Arch> {
     float* o_acc = ws.take<float>(Br * dp);
 
     // Visit (block of Br rows, block of Bc keys, group of MR rows) in that order, skipping key
-    // blocks wholly above the causal diagonal; `body` sees the group's keys of the block.
+    // blocks no row of the block sees; `body` sees the group's keys of the block.
     auto for_each_tile = [&](auto&& begin_block, auto&& body, auto&& end_block) {
       for (std::size_t i0 = rows.begin; i0 < rows.end; i0 += Br) {
         const std::size_t br = min_of(Br, rows.end - i0);
         begin_block(br);
-        const std::size_t last_key = head.widest_visible(i0, br);
+        const KeySpan span = head.visible_rows(i0, br);
         const std::size_t group = row_group(br, MR);
-        for (std::size_t j0 = 0; j0 < last_key; j0 += Bc) {
+        for (std::size_t j0 = on_grid(0, span.begin, Bc); j0 < span.end; j0 += Bc) {
+          const std::size_t last_key = span.end;
           const std::size_t bc = min_of(Bc, last_key - j0);
           for (std::size_t g = 0; g < br; g += group) {
             const std::size_t mr = min_of(group, br - g);
             const auto keys = S::block_keys(head, i0 + g, mr, j0, bc);
-            if (keys.widest > 0) body(i0 + g, g, mr, j0, keys);
+            if (keys.any()) body(i0 + g, g, mr, j0, keys);
           }
         }
         end_block(i0, br);
@@ -58,17 +59,18 @@ struct NaiveSimd : Simd<Arch> {
     for_each_tile(
         nothing,
         [&](std::size_t i, std::size_t, std::size_t mr, std::size_t j0, const auto& keys) {
-          S::score_group(head.q + i * d, mr, d, kt + j0 * d, keys.widest,
-                         scores + (i - rows.begin) * stride + j0, stride);
+          const std::size_t p0 = keys.first / S::NR * S::NR;  // the first key's panel
+          S::score_group(head.q + i * d, mr, d, kt + (j0 + p0) * d, keys.widest - p0,
+                         scores + (i - rows.begin) * stride + j0 + p0, stride);
         },
         nothing);
 
     // Pass 2, normalise: m = scale max S, then in place P = exp(scale S - m), l = rowsum(P).
     for (std::size_t r = 0; r < row_count; ++r) {
       float* s = scores + r * stride;
-      const std::size_t count = head.visible_keys(rows.begin + r);
-      const float m = S::scale_and_max(s, count, head.scale);
-      l[r] = S::exp_and_sum(s, count, head.scale, max_reference(m));
+      const KeySpan keys = head.visible(rows.begin + r);
+      const float m = S::scale_and_max(s, keys.begin, keys.end, head.scale);
+      l[r] = S::exp_and_sum(s, keys.begin, keys.end, head.scale, max_reference(m));
       if (head.lse) head.lse[rows.begin + r] = log_sum_exp(m, l[r]);
     }
 

@@ -98,70 +98,78 @@ struct SimdBackward : Simd<Arch> {
   // The pieces
   // ---------------------------------------------------------------------------------------------
 
-  // Lanes [0, count) of the vector at key `first` stay; the rest become 0.
-  static batch zero_after(batch x, std::size_t first, std::size_t count) {
-    if (first + W <= count) return x;
-    alignas(64) static constexpr float kLane[16] = {0, 1, 2,  3,  4,  5,  6,  7,
-                                                    8, 9, 10, 11, 12, 13, 14, 15};
-    const batch lane = batch::load_aligned(kLane) + batch(static_cast<float>(first));
-    return xsimd::select(lane < batch(static_cast<float>(count)), x, batch(0.0f));
+  // Lanes of the vector at key `first` in [begin, end) stay; the rest become 0.
+  static batch zero_outside(batch x, std::size_t first, std::size_t begin, std::size_t end) {
+    return S::mask_span(x, first, begin, end, batch(0.0f));
   }
 
   // For the mr rows of one group (their Q and dO rows at q and d_o, their LSE and D at lse and
   // delta) against a key block (its K^T and V^T panels at kt and vt): P into p and dS into ds
-  // (tiles of rows with `stride` floats), over each row's keys.count[r] keys and zero after them
-  // up to `fill` keys (a multiple of W). `packed`: q and d_o are the group's rows packed by
-  // Simd::pack_q.
+  // (tiles of rows with `stride` floats), over each row's keys [keys.begin[r], keys.end[r]) and
+  // zero elsewhere up to `fill` keys (a multiple of W). `packed`: q and d_o are the group's rows
+  // packed by Simd::pack_q.
   static void group_gradients(const float* q, const float* d_o, std::size_t d, const float* kt,
                               const float* vt, const float* lse, const float* delta, float scale,
                               std::size_t mr, const typename S::BlockKeys& keys, std::size_t fill,
                               float* p, float* ds, std::size_t stride, bool packed = false) {
-    S::score_group(q, mr, d, kt, keys.widest, p, stride, false, packed);     // S = Q K^T
-    S::score_group(d_o, mr, d, vt, keys.widest, ds, stride, false, packed);  // dP = dO V^T
+    if (keys.any()) {  // from the panel of the first key a row sees (a window's edge block)
+      const std::size_t p0 = keys.first / S::NR * S::NR;
+      S::score_group(q, mr, d, kt + p0 * d, keys.widest - p0, p + p0, stride, false,
+                     packed);  // S = Q K^T
+      S::score_group(d_o, mr, d, vt + p0 * d, keys.widest - p0, ds + p0, stride, false,
+                     packed);  // dP = dO V^T
+    }
     const batch sc(scale);
     for (std::size_t r = 0; r < mr; ++r) {
       float* pr = p + r * stride;
       float* dr = ds + r * stride;
-      const std::size_t count = keys.count[r];
+      const std::size_t begin = keys.begin[r], end = keys.end[r];
       const batch lse_r(lse[r]), delta_r(delta[r]);
       for (std::size_t j = 0; j < fill; j += W) {
-        if (j >= count) {
+        if (j >= end || j + W <= begin) {
           batch(0.0f).store_aligned(pr + j);
           batch(0.0f).store_aligned(dr + j);
           continue;
         }
-        // P = exp(scale S - LSE); keys past count: exp(-inf) = 0.
-        const batch x = S::mask_after(batch::load_aligned(pr + j) * sc - lse_r, j, count);
+        // P = exp(scale S - LSE); keys outside the row's: exp(-inf) = 0.
+        const batch x = S::mask_span(batch::load_aligned(pr + j) * sc - lse_r, j, begin, end);
         const batch pj = S::exp(xsimd::select(x > batch(0.0f), batch(0.0f), x));  // at_most_zero
-        // dS = scale P (dP - D); past count 0, whatever dP holds there (a NaN in a masked V).
-        const batch dsj = zero_after(sc * pj * (batch::load_aligned(dr + j) - delta_r), j, count);
+        // dS = scale P (dP - D); outside 0, whatever dP holds there (a NaN in a masked V).
+        const batch dsj =
+            zero_outside(sc * pj * (batch::load_aligned(dr + j) - delta_r), j, begin, end);
         pj.store_aligned(pr + j);
         dsj.store_aligned(dr + j);
       }
     }
   }
 
-  // acc[k] += sum over rows r in [first[k], rows) of p[r][k] * b[r], for keys k in [0, keys):
+  // acc[k] += sum over rows r in [first[k], last[k]) of p[r][k] * b[r], for keys k in [0, keys):
   // dV += P^T dO and dK += dS^T Q, with P and dS as [rows][keys] (row stride `stride`) read down
-  // their columns, and b the padded rows. A key's rows start at first[k] (non-decreasing in k),
-  // so that no key multiplies a row that does not see it (a NaN in that row's Q or dO must not
-  // leak in): each group of MR keys runs over the rows all of them see, then each key over its
-  // few more.
-  static void blend_keys(const float* p, std::size_t stride, const float* b, std::size_t rows,
-                         const std::size_t* first, std::size_t keys, std::size_t dp, float* acc) {
+  // their columns, and b the padded rows. A key's rows are [first[k], last[k]) (both
+  // non-decreasing in k), so that no key multiplies a row that does not see it (a NaN in that
+  // row's Q or dO must not leak in): each group of MR keys runs over the rows all of them see,
+  // then each key over its few more before and after them.
+  static void blend_keys(const float* p, std::size_t stride, const float* b,
+                         const std::size_t* first, const std::size_t* last, std::size_t keys,
+                         std::size_t dp, float* acc) {
     using One = std::integral_constant<std::size_t, 1>;  // P^T's keys: broadcasts at fixed offsets
+    auto add = [&](std::size_t kr, std::size_t k, std::size_t from, std::size_t to) {
+      if (from < to) {
+        S::blend_rows(kr, p + from * stride + k, One{}, b + from * dp, dp, to - from, nullptr,
+                      acc + k * dp, stride);
+      }
+    };
     for (std::size_t k0 = 0; k0 < keys; k0 += MR) {
       const std::size_t kr = min_of(MR, keys - k0);
-      const std::size_t common = first[k0 + kr - 1];
-      if (common < rows) {
-        S::blend_rows(kr, p + common * stride + k0, One{}, b + common * dp, dp, rows - common,
-                      nullptr, acc + k0 * dp, stride);
+      const std::size_t common_first = first[k0 + kr - 1], common_last = last[k0];
+      if (common_first >= common_last) {  // no row sees every key of the group
+        for (std::size_t k = k0; k < k0 + kr; ++k) add(1, k, first[k], last[k]);
+        continue;
       }
+      add(kr, k0, common_first, common_last);
       for (std::size_t k = k0; k < k0 + kr; ++k) {
-        if (first[k] < common) {
-          S::blend_rows(1, p + first[k] * stride + k, One{}, b + first[k] * dp, dp,
-                        common - first[k], nullptr, acc + k * dp, stride);
-        }
+        add(1, k, first[k], common_first);
+        add(1, k, common_last, last[k]);
       }
     }
   }
@@ -171,44 +179,53 @@ struct SimdBackward : Simd<Arch> {
   // bf16 products: tiled_bf16_backward.hpp)
   // ---------------------------------------------------------------------------------------------
 
-  // The first row block of `rows` that sees key j0: those before it see none of a key block
-  // that starts there, and are skipped by it and by every later key block, so dQ's counters stay
-  // in step.
-  static std::size_t first_row_block(const BackwardProblem& pb, std::size_t j0, RowRange rows) {
+  // The row blocks of `rows` that see some key of [j0, j0 + bc): [first, last). Those before see
+  // none of these keys nor any later; those after see later keys only (a window), and their dQ
+  // turns start with the first key block they see (BackwardProblem::dq_turn).
+  static RowRange row_blocks(const BackwardProblem& pb, std::size_t j0, std::size_t bc,
+                             RowRange rows) {
     const std::size_t seen_from = pb.first_row_seeing(j0) / Br * Br;
-    return seen_from > rows.begin ? seen_from : rows.begin;
+    const std::size_t seen_to = pb.last_row_seeing(j0 + bc - 1);
+    const std::size_t first = seen_from > rows.begin ? seen_from : rows.begin;
+    return {first, max_of(first, min_of(rows.end, seen_to))};
   }
 
-  // Keys of the block [j0, j0 + bc) each row of the row block at i0 sees (0 for a zero row, LSE =
-  // -inf; a row that sees none enters the products as zeros).
-  static void row_counts(const BackwardProblem& pb, const float* lse, std::size_t i0,
-                         std::size_t br, std::size_t j0, std::size_t bc, std::size_t* count) {
+  // Keys of the block [j0, j0 + bc) each row of the row block at i0 sees, [begin[r], end[r])
+  // from j0 (empty for a zero row, LSE = -inf; a row that sees none enters the products as
+  // zeros).
+  static void row_spans(const BackwardProblem& pb, const float* lse, std::size_t i0, std::size_t br,
+                        std::size_t j0, std::size_t bc, std::size_t* begin, std::size_t* end) {
     for (std::size_t r = 0; r < br; ++r) {
-      const std::size_t visible = pb.visible_keys(i0 + r);
-      count[r] = visible <= j0 || lse[i0 + r] == kMinusInf ? 0 : min_of(bc, visible - j0);
+      const KeySpan visible = pb.visible(i0 + r);
+      const bool none = visible.end <= j0 || lse[i0 + r] == kMinusInf;
+      end[r] = none ? 0 : min_of(bc, visible.end - j0);
+      begin[r] = visible.begin <= j0 ? 0 : min_of(end[r], visible.begin - j0);
+      if (begin[r] >= end[r]) begin[r] = end[r] = 0;
     }
   }
 
-  // The BlockKeys of the mr rows whose counts are at `count`.
-  static typename S::BlockKeys group_keys(const std::size_t* count, std::size_t mr,
-                                          std::size_t bc) {
-    typename S::BlockKeys seen{{}, bc, 0};
-    for (std::size_t r = 0; r < mr; ++r) {
-      seen.count[r] = count[r];
-      seen.common = min_of(seen.common, seen.count[r]);
-      seen.widest = seen.count[r] > seen.widest ? seen.count[r] : seen.widest;
-    }
-    return seen;
+  // The BlockKeys of the mr rows whose spans are at begin and end.
+  static typename S::BlockKeys group_keys(const std::size_t* begin, const std::size_t* end,
+                                          std::size_t mr, std::size_t bc) {
+    return S::row_keys(mr, 0, bc, [&](std::size_t r) { return KeySpan{begin[r], end[r]}; });
   }
 
-  // The first row of the block that sees key k: past every row that sees some keys of the block
-  // but not k (rows that see none are zeros and may be included).
-  static void first_rows(const std::size_t* count, std::size_t br, std::size_t bc,
-                         std::size_t* first) {
-    for (std::size_t k = 0; k < bc; ++k) first[k] = 0;
+  // The rows of the block that see key k, [first[k], last[k]): past every row that sees some
+  // keys of the block but none from k on, before every row that sees keys past k only (rows that
+  // see none are zeros and may be included).
+  static void key_rows(const std::size_t* begin, const std::size_t* end, std::size_t br,
+                       std::size_t bc, std::size_t* first, std::size_t* last) {
+    for (std::size_t k = 0; k < bc; ++k) {
+      first[k] = 0;
+      last[k] = br;
+    }
     for (std::size_t r = 0; r < br; ++r) {
-      if (count[r] == 0 || count[r] == bc) continue;
-      for (std::size_t k = count[r]; k < bc; ++k) first[k] = r + 1;
+      if (end[r] == 0) continue;
+      for (std::size_t k = end[r]; k < bc; ++k) first[k] = r + 1;
+    }
+    for (std::size_t r = br; r-- > 0;) {
+      if (end[r] == 0) continue;
+      for (std::size_t k = 0; k < begin[r]; ++k) last[k] = r;
     }
   }
 
@@ -216,7 +233,7 @@ struct SimdBackward : Simd<Arch> {
   static void add_dq(const BackwardProblem& pb, std::size_t g, std::size_t i0, std::size_t br,
                      std::size_t block, const float* dq_part, std::size_t dp, float* dq) {
     const std::size_t d = pb.head_dim;
-    pb.dq_order.wait(g, i0, block);
+    pb.dq_order.wait(g, i0, pb.dq_turn(i0, block));
     for (std::size_t r = 0; r < br; ++r) {
       float* row = dq + (i0 + r) * d;
       const float* part = dq_part + r * dp;
@@ -225,7 +242,7 @@ struct SimdBackward : Simd<Arch> {
         (batch::load_unaligned(row + c) + batch::load_aligned(part + c)).store_unaligned(row + c);
       for (; c < d; ++c) row[c] += part[c];
     }
-    pb.dq_order.done(g, i0, block);
+    pb.dq_order.done(g, i0, pb.dq_turn(i0, block));
   }
 
   // dK and dV of keys [j0, j0 + bc) += the task's parts, in segment order (DkvOrder); nothing to
@@ -287,21 +304,23 @@ struct TiledSimdBackward : SimdBackward<Arch> {
     float* ds_block = ws.take<float>(Br * St);
     float* q_packed = ws.take<float>(Br * d);  // the row block's Q and dO rows, Simd::pack_q
     float* d_o_packed = ws.take<float>(Br * d);
-    std::size_t* count = ws.take<std::size_t>(Br);
+    std::size_t* begin = ws.take<std::size_t>(Br);
+    std::size_t* end = ws.take<std::size_t>(Br);
     std::size_t* first = ws.take<std::size_t>(Bk);
+    std::size_t* last = ws.take<std::size_t>(Bk);
     for (std::size_t x = 0; x < bc * dp; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
 
-    const std::size_t first_block = B::first_row_block(pb, j0, rows);
+    const RowRange seen_rows = B::row_blocks(pb, j0, bc, rows);
     for (std::size_t g = 0; g < pb.group; ++g) {
       const auto [q, d_o, lse, delta, dq] = pb.head(g);
-      for (std::size_t i0 = first_block; i0 < rows.end; i0 += Br) {
+      for (std::size_t i0 = seen_rows.begin; i0 < seen_rows.end; i0 += Br) {
         const std::size_t br = min_of(Br, rows.end - i0);
-        // Keys of the block each row sees (0 for a zero row, LSE = -inf); a row that sees none
-        // enters the products as zeros.
-        B::row_counts(pb, lse, i0, br, j0, bc, count);
+        // Keys of the block each row sees (none for a zero row, LSE = -inf); a row that sees
+        // none enters the products as zeros.
+        B::row_spans(pb, lse, i0, br, j0, bc, begin, end);
         for (std::size_t r = 0; r < br; ++r) {
-          B::pad_row(q + (i0 + r) * d, count[r] > 0, d, dp, q_pad + r * dp);
-          B::pad_row(d_o + (i0 + r) * d, count[r] > 0, d, dp, d_o_pad + r * dp);
+          B::pad_row(q + (i0 + r) * d, end[r] > 0, d, dp, q_pad + r * dp);
+          B::pad_row(d_o + (i0 + r) * d, end[r] > 0, d, dp, d_o_pad + r * dp);
         }
         for (std::size_t x = 0; x < br * dp; ++x) dq_part[x] = 0.0f;
         S::pack_q(q + i0 * d, br, MR, d, q_packed);
@@ -309,7 +328,7 @@ struct TiledSimdBackward : SimdBackward<Arch> {
 
         for (std::size_t g0 = 0; g0 < br; g0 += MR) {
           const std::size_t mr = min_of(MR, br - g0);
-          const auto seen = B::group_keys(count + g0, mr, bc);
+          const auto seen = B::group_keys(begin + g0, end + g0, mr, bc);
           // (A group that sees none of the keys still writes its zeros, which blend_keys reads.)
           float* p = p_block + g0 * St;
           float* ds = ds_block + g0 * St;
@@ -318,13 +337,13 @@ struct TiledSimdBackward : SimdBackward<Arch> {
           S::blend_group(mr, seen, ds, St, k_rows, dp, nullptr, dq_part + g0 * dp);  // dQ += dS K
         }
 
-        B::first_rows(count, br, bc, first);
-        B::blend_keys(p_block, St, d_o_pad, br, first, bc, dp, dv_acc);  // dV += P^T dO
-        B::blend_keys(ds_block, St, q_pad, br, first, bc, dp, dk_acc);   // dK += dS^T Q
+        B::key_rows(begin, end, br, bc, first, last);
+        B::blend_keys(p_block, St, d_o_pad, first, last, bc, dp, dv_acc);  // dV += P^T dO
+        B::blend_keys(ds_block, St, q_pad, first, last, bc, dp, dk_acc);   // dK += dS^T Q
         B::add_dq(pb, g, i0, br, block, dq_part, dp, dq);
       }
     }
-    B::add_dkv(pb, rows, j0, bc, block, first_block < rows.end, dk_acc, dv_acc, dp);
+    B::add_dkv(pb, rows, j0, bc, block, seen_rows.begin < seen_rows.end, dk_acc, dv_acc, dp);
   }
 };
 
@@ -354,18 +373,14 @@ struct NaiveSimdBackward : SimdBackward<Arch> {
     for (std::size_t i0 = rows.begin; i0 < rows.end; i0 += Br) {
       const std::size_t br = min_of(Br, rows.end - i0);
       for (std::size_t x = 0; x < br * dp; ++x) dq_acc[x] = 0.0f;
-      const std::size_t last_key = pb.visible_keys(i0 + br - 1);
-      for (std::size_t j0 = 0; j0 < last_key; j0 += Bk) {
-        const std::size_t bc = min_of(Bk, last_key - j0);
+      const KeySpan span = pb.mask.rows(i0, br);
+      for (std::size_t j0 = on_grid(0, span.begin, Bk); j0 < span.end; j0 += Bk) {
+        const std::size_t bc = min_of(Bk, span.end - j0);
         for (std::size_t g0 = 0; g0 < br; g0 += MR) {
           const std::size_t mr = min_of(MR, br - g0);
-          typename S::BlockKeys seen{{}, bc, 0};
-          for (std::size_t r = 0; r < mr; ++r) {
-            const std::size_t i = i0 + g0 + r, visible = pb.visible_keys(i);
-            seen.count[r] = visible <= j0 || lse[i] == kMinusInf ? 0 : min_of(bc, visible - j0);
-            seen.common = min_of(seen.common, seen.count[r]);
-            seen.widest = seen.count[r] > seen.widest ? seen.count[r] : seen.widest;
-          }
+          std::size_t begin[MR], end[MR];
+          B::row_spans(pb, lse, i0 + g0, mr, j0, bc, begin, end);
+          const auto seen = B::group_keys(begin, end, mr, bc);
           // (A group that sees none of the keys still writes its zeros, which key_rows reads.)
           float* p = pb.p + (i0 + g0) * stride + j0;
           float* ds = pb.ds + (i0 + g0) * stride + j0;
@@ -392,25 +407,30 @@ struct NaiveSimdBackward : SimdBackward<Arch> {
     const float* q = pb.q + g * pb.q_len * d;
     const float* d_o = pb.d_o + g * pb.q_len * d;
     const float* lse = pb.lse + g * pb.q_len;
-    const std::size_t r0 = pb.first_row_seeing(j0), rows = pb.q_len - r0;
+    const std::size_t r0 = pb.first_row_seeing(j0);
+    const std::size_t rows = max_of(r0, pb.last_row_seeing(keys.end - 1)) - r0;
     float* q_pad = ws.take<float>(rows * dp);
     float* d_o_pad = ws.take<float>(rows * dp);
     float* dk_acc = ws.take<float>(bk * dp);
     float* dv_acc = ws.take<float>(bk * dp);
     std::size_t* first = ws.take<std::size_t>(bk);
+    std::size_t* last = ws.take<std::size_t>(bk);
     // NOTE: rows() wrote P and dS of every row over the key blocks it sees (zeros for a zero row),
-    // so row r0 + r holds keys [j0, visible) here; blend_keys reads no key a row does not see.
+    // so row r0 + r holds the keys of [j0, j0 + bk) it sees here; blend_keys reads no other.
     for (std::size_t r = 0; r < rows; ++r) {
       const bool weighs = lse[r0 + r] != kMinusInf;
       B::pad_row(q + (r0 + r) * d, weighs, d, dp, q_pad + r * dp);
       B::pad_row(d_o + (r0 + r) * d, weighs, d, dp, d_o_pad + r * dp);
     }
-    for (std::size_t k = 0; k < bk; ++k) first[k] = pb.first_row_seeing(j0 + k) - r0;
+    for (std::size_t k = 0; k < bk; ++k) {
+      first[k] = pb.first_row_seeing(j0 + k) - r0;
+      last[k] = max_of(pb.first_row_seeing(j0 + k), pb.last_row_seeing(j0 + k)) - r0;
+    }
     for (std::size_t x = 0; x < bk * dp; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
     const float* p = pb.p + r0 * stride + j0;
     const float* ds = pb.ds + r0 * stride + j0;
-    B::blend_keys(p, stride, d_o_pad, rows, first, bk, dp, dv_acc);  // dV += P^T dO
-    B::blend_keys(ds, stride, q_pad, rows, first, bk, dp, dk_acc);   // dK += dS^T Q
+    B::blend_keys(p, stride, d_o_pad, first, last, bk, dp, dv_acc);  // dV += P^T dO
+    B::blend_keys(ds, stride, q_pad, first, last, bk, dp, dk_acc);   // dK += dS^T Q
     for (std::size_t k = 0; k < bk; ++k) {
       for (std::size_t c = 0; c < d; ++c) {
         pb.dk[(j0 + k) * d + c] += dk_acc[k * dp + c];

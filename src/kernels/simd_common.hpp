@@ -437,24 +437,41 @@ struct Simd : SimdSoftmax<Arch> {
     });
   }
 
-  // The keys [j0, j0 + bc) that each of the mr rows starting at query row i sees:
-  // count[r] = clamp(visible_keys(i + r) - j0, 0, bc); `common` is their minimum, `widest` their
-  // maximum.
+  // The keys of block [j0, j0 + bc) that each of the mr rows starting at query row i sees,
+  // counted from j0: [begin[r], end[r]) (empty: begin[r] == end[r]); every row sees
+  // [common_begin, common_end) (none when common_begin >= common_end); `first` is the least
+  // begin and `widest` the largest end of the rows that see any (widest 0: no row does).
   struct BlockKeys {
-    std::size_t count[MR];
-    std::size_t common;
+    std::size_t begin[MR];
+    std::size_t end[MR];
+    std::size_t common_begin;
+    std::size_t common_end;
+    std::size_t first;
     std::size_t widest;
+    bool any() const { return widest > 0; }
+    bool shared() const { return common_begin < common_end; }
   };
+  static BlockKeys row_keys(std::size_t mr, std::size_t j0, std::size_t bc, auto&& visible) {
+    BlockKeys keys{{}, {}, 0, bc, bc, 0};
+    for (std::size_t r = 0; r < mr; ++r) {
+      const KeySpan span = visible(r);
+      const std::size_t end = span.end <= j0 ? 0 : min_of(bc, span.end - j0);
+      const std::size_t begin = span.begin <= j0 ? 0 : min_of(end, span.begin - j0);
+      keys.begin[r] = begin;
+      keys.end[r] = end;
+      keys.common_begin = begin > keys.common_begin ? begin : keys.common_begin;
+      keys.common_end = min_of(keys.common_end, end);
+      if (begin < end) {
+        keys.first = min_of(keys.first, begin);
+        keys.widest = end > keys.widest ? end : keys.widest;
+      }
+    }
+    if (keys.widest == 0) keys.first = 0;
+    return keys;
+  }
   static BlockKeys block_keys(const HeadProblem& head, std::size_t i, std::size_t mr,
                               std::size_t j0, std::size_t bc) {
-    BlockKeys keys{{}, bc, 0};
-    for (std::size_t r = 0; r < mr; ++r) {
-      const std::size_t visible = head.visible_keys(i + r);
-      keys.count[r] = visible <= j0 ? 0 : min_of(bc, visible - j0);
-      keys.common = min_of(keys.common, keys.count[r]);
-      keys.widest = keys.count[r] > keys.widest ? keys.count[r] : keys.widest;
-    }
-    return keys;
+    return row_keys(mr, j0, bc, [&](std::size_t r) { return head.visible(i + r); });
   }
 
   // S[0..mr)[0..widest) = Q K^T for the group's rows against the block's packed panels (`streams`:
@@ -466,20 +483,37 @@ struct Simd : SimdSoftmax<Arch> {
     score_rows(mr, q, d, kt_block, (widest + NR - 1) / NR, s, s_stride, streams, q_packed);
   }
 
-  // O = O * alpha + P V for the group: all rows over the keys they share, then each row's ragged
-  // tail alone, so that no row ever multiplies a key it does not see (a masked key's V may hold
-  // NaN, and 0 * NaN is NaN). Per row the FMAs run over keys in the same order either way.
+  // O = O * alpha + P V for the group: all rows over the keys they share, then each row's
+  // ragged head and tail alone, so that no row ever multiplies a key it does not see (a masked
+  // key's V may hold NaN, and 0 * NaN is NaN). Per row the FMAs run over its keys in increasing
+  // order whatever the group (a row's bits must not depend on its neighbours): a head before
+  // the shared keys is added after a pass that only rescales.
   template <class T, class PS>
   static void blend_group(std::size_t mr, const BlockKeys& keys, const float* p, PS p_stride,
                           const T* v_block, std::size_t dp, const float* alpha, float* o_acc,
                           bool streams = false) {
-    if (keys.common > 0 || alpha != nullptr) {
-      blend_rows(mr, p, p_stride, v_block, dp, keys.common, alpha, o_acc, 1, streams);
+    const bool shared = keys.shared();
+    bool heads = !shared;
+    for (std::size_t r = 0; r < mr && !heads; ++r) heads = keys.begin[r] < keys.common_begin;
+    if (heads && alpha != nullptr) {  // rescale only
+      blend_rows(mr, p, p_stride, v_block, dp, 0, alpha, o_acc);
+      alpha = nullptr;
     }
-    for (std::size_t r = 0; r < mr; ++r) {
-      if (keys.count[r] > keys.common) {
-        blend_rows(1, p + r * p_stride + keys.common, p_stride, v_block + keys.common * dp, dp,
-                   keys.count[r] - keys.common, nullptr, o_acc + r * dp);
+    for (std::size_t r = 0; heads && r < mr; ++r) {
+      const std::size_t end = shared ? min_of(keys.end[r], keys.common_begin) : keys.end[r];
+      if (keys.begin[r] < end) {
+        blend_rows(1, p + r * p_stride + keys.begin[r], p_stride, v_block + keys.begin[r] * dp, dp,
+                   end - keys.begin[r], nullptr, o_acc + r * dp);
+      }
+    }
+    if (shared) {
+      blend_rows(mr, p + keys.common_begin, p_stride, v_block + keys.common_begin * dp, dp,
+                 keys.common_end - keys.common_begin, alpha, o_acc, 1, streams);
+    }
+    for (std::size_t r = 0; shared && r < mr; ++r) {
+      if (keys.end[r] > keys.common_end) {
+        blend_rows(1, p + r * p_stride + keys.common_end, p_stride, v_block + keys.common_end * dp,
+                   dp, keys.end[r] - keys.common_end, nullptr, o_acc + r * dp);
       }
     }
   }

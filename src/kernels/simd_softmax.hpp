@@ -109,14 +109,21 @@ struct SimdSoftmax : SimdStorage<Arch> {
     return lanes[0];
   }
 
-  // Lanes [0, count) of the vector starting at key `first` stay; the rest become `fill` (-inf).
-  static batch mask_after(batch x, std::size_t first, std::size_t count,
-                          batch fill = batch(kMinusInf)) {
-    if (first + W <= count) return x;
+  // Lanes of the vector starting at key `first` that lie in [begin, end) stay; the rest become
+  // `fill` (-inf).
+  static batch mask_span(batch x, std::size_t first, std::size_t begin, std::size_t end,
+                         batch fill = batch(kMinusInf)) {
+    if (first >= begin && first + W <= end) return x;
     alignas(64) static constexpr float kLane[16] = {0, 1, 2,  3,  4,  5,  6,  7,
                                                     8, 9, 10, 11, 12, 13, 14, 15};
     const batch lane = batch::load_aligned(kLane) + batch(static_cast<float>(first));
-    return xsimd::select(lane < batch(static_cast<float>(count)), x, fill);
+    return xsimd::select(
+        lane >= batch(static_cast<float>(begin)) & (lane < batch(static_cast<float>(end))), x,
+        fill);
+  }
+  static batch mask_after(batch x, std::size_t first, std::size_t count,
+                          batch fill = batch(kMinusInf)) {
+    return mask_span(x, first, 0, count, fill);
   }
 
   // The softmax sweeps over one row of raw scores s[0, count) (a score tile's row, or naive's
@@ -125,19 +132,28 @@ struct SimdSoftmax : SimdStorage<Arch> {
   // score exactly (rounding is monotonic). Four running extremes, not one: a single chain of
   // dependent max instructions was the sweep's bottleneck.
   static float scale_and_max(const float* s, std::size_t count, float scale) {
-    if (count == 0) return kMinusInf;
+    return scale_and_max(s, 0, count, scale);
+  }
+  // The same over s[begin, end) (a windowed row's keys in a block), read from the vector that
+  // holds s[begin] on.
+  static float scale_and_max(const float* s, std::size_t begin, std::size_t end, float scale) {
+    if (end <= begin) return kMinusInf;
     const bool up = !(scale < 0.0f);
     const batch none(up ? kMinusInf : -kMinusInf);
     auto extreme = [up](batch a, batch b) { return up ? xsimd::max(a, b) : xsimd::min(a, b); };
     batch acc[4] = {none, none, none, none};
-    std::size_t j = 0;
-    for (; j + 4 * W <= count; j += 4 * W) {
+    std::size_t j = begin / W * W;
+    if (j < begin) {
+      acc[1] = extreme(acc[1], mask_span(batch::load_aligned(s + j), j, begin, end, none));
+      j += W;
+    }
+    for (; j + 4 * W <= end; j += 4 * W) {
 #pragma GCC unroll 4
       for (std::size_t u = 0; u < 4; ++u)
         acc[u] = extreme(acc[u], batch::load_aligned(s + j + u * W));
     }
-    for (; j < count; j += W)
-      acc[0] = extreme(acc[0], mask_after(batch::load_aligned(s + j), j, count, none));
+    for (; j < end; j += W)
+      acc[0] = extreme(acc[0], mask_span(batch::load_aligned(s + j), j, begin, end, none));
     alignas(64) float lanes[W];
     extreme(extreme(acc[0], acc[1]), extreme(acc[2], acc[3])).store_aligned(lanes);
     float e = lanes[0];  // across lanes, NaN lanes ignored as the scalar kernels' max does
@@ -175,20 +191,27 @@ struct SimdSoftmax : SimdStorage<Arch> {
     return xsimd::fma(a, x, b);
   }
   static float exp_and_sum(float* s, std::size_t count, float scale, float m_ref) {
-    return exp_and_sum(s, count, scale, m_ref,
+    return exp_and_sum(s, 0, count, scale, m_ref);
+  }
+  // The same over s[begin, end), whole vectors from the one that holds s[begin] (zero outside).
+  static float exp_and_sum(float* s, std::size_t begin, std::size_t end, float scale, float m_ref) {
+    return exp_and_sum(s, begin, end, scale, m_ref,
                        [s](batch p, std::size_t j) { p.store_aligned(s + j); });
   }
-  // The same, each vector of P handed to store(p, j) (for j = 0, W, ...: whole vectors, zero
-  // past `count`) instead of written over S: a bf16 kernel rounds it as it stores it.
+  // The same, each vector of P handed to store(p, j) (for j = begin rounded down to a vector,
+  // then every W: whole vectors, zero outside [begin, end)) instead of written over S: a bf16
+  // kernel rounds it as it stores it.
   template <class Store>
-  static float exp_and_sum(const float* s, std::size_t count, float scale, float m_ref,
-                           Store&& store) {
+  static float exp_and_sum(const float* s, std::size_t begin, std::size_t end, float scale,
+                           float m_ref, Store&& store) {
+    if (end <= begin) return 0.0f;
+    const std::size_t count = end;
     constexpr double kLog2e = 1.44269504088896340736;
     const float c = static_cast<float>(scale * kLog2e);
     const float b = static_cast<float>(-double(m_ref) * kLog2e);
     auto sweep = [&](auto argument) {
       batch sum = batch(0.0f);
-      for (std::size_t j = 0; j < count; j += W) {
+      for (std::size_t j = begin / W * W; j < count; j += W) {
         const batch p = argument(batch::load_aligned(s + j), j);
         store(p, j);
         sum += p;
@@ -198,16 +221,17 @@ struct SimdSoftmax : SimdStorage<Arch> {
     if (!(std::abs(c) <= std::numeric_limits<float>::max() && std::abs(b) <= 0x1p20f)) {
       return sweep([&](batch x, std::size_t j) {
         const batch e = x * batch(scale) - batch(m_ref);  // the compiler may fuse it: clamp at 0
-        return exp(mask_after(xsimd::select(e > batch(0.0f), batch(0.0f), e), j, count));
+        return exp(mask_span(xsimd::select(e > batch(0.0f), batch(0.0f), e), j, begin, count));
       });
     }
     if constexpr (kFusedFma) {
       return sweep([&](batch x, std::size_t j) {
-        return exp2(mask_after(fused_fma(x, batch(c), batch(b)), j, count));
+        return exp2(mask_span(fused_fma(x, batch(c), batch(b)), j, begin, count));
       });
     }
     return sweep([&](batch x, std::size_t j) {
-      return exp2(mask_after((x * batch(scale) - batch(m_ref)) * batch(float(kLog2e)), j, count));
+      return exp2(
+          mask_span((x * batch(scale) - batch(m_ref)) * batch(float(kLog2e)), j, begin, count));
     });
   }
 

@@ -267,21 +267,37 @@ struct TiledBf16 : Simd<Arch> {
     });
   }
 
-  // O = O * alpha + P V for the group: every row over the whole pairs of keys they all see, then
-  // each row's tail alone (no row multiplies a V it does not see); per row the same pairs in the
-  // same order whatever the group.
+  // O = O * alpha + P V for the group: every row over the whole pairs of keys they all see, and
+  // each row's head and tail alone (no row multiplies a V it does not see: a pair half outside a
+  // row's keys has that half masked); per row the same pairs in increasing order whatever the
+  // group (a head before the shared pairs comes after a pass that only rescales).
   template <std::size_t Ps>
   static void blend_group(std::size_t mr, const typename S::BlockKeys& keys, const Pair* p,
                           const Pair* v, std::size_t dp, const float* alpha, float* o) {
-    const std::size_t common = keys.common / 2;
-    if (common > 0 || alpha != nullptr) {
-      blend_rows<Ps>(mr, p, v, dp, common, false, false, alpha, o);
+    const std::size_t c0 = (keys.common_begin + 1) / 2, c1 = keys.common_end / 2;
+    const bool shared = keys.shared() && c0 < c1;
+    bool heads = !shared;
+    for (std::size_t r = 0; r < mr && !heads; ++r) heads = keys.begin[r] / 2 < c0;
+    if (heads && alpha != nullptr) {  // rescale only
+      blend_rows<Ps>(mr, p, v, dp, 0, false, false, alpha, o);
+      alpha = nullptr;
     }
+    for (std::size_t r = 0; heads && r < mr; ++r) {
+      if (keys.begin[r] >= keys.end[r]) continue;
+      const std::size_t first = keys.begin[r] / 2, last = shared ? c0 : (keys.end[r] + 1) / 2;
+      if (first < last) {
+        blend_rows<Ps>(1, p + r * Ps + first, v + first * dp, dp, last - first,
+                       keys.begin[r] % 2 != 0, !shared && keys.end[r] % 2 != 0, nullptr,
+                       o + r * dp);
+      }
+    }
+    if (!shared) return;
+    blend_rows<Ps>(mr, p + c0, v + c0 * dp, dp, c1 - c0, false, false, alpha, o);
     for (std::size_t r = 0; r < mr; ++r) {
-      const std::size_t pairs = (keys.count[r] + 1) / 2;
-      if (pairs > common) {
-        blend_rows<Ps>(1, p + r * Ps + common, v + common * dp, dp, pairs - common, false,
-                       keys.count[r] % 2 != 0, nullptr, o + r * dp);
+      const std::size_t last = (keys.end[r] + 1) / 2;
+      if (last > c1) {
+        blend_rows<Ps>(1, p + r * Ps + c1, v + c1 * dp, dp, last - c1, false, keys.end[r] % 2 != 0,
+                       nullptr, o + r * dp);
       }
     }
   }
@@ -318,20 +334,22 @@ struct TiledBf16 : Simd<Arch> {
       }
       for (std::size_t x = 0; x < br * dp; ++x) o_acc[x] = 0.0f;
       pack_q(head.q + i0 * d, br, group, d, q_packed);
-      // Key blocks past the last row's visible keys lie wholly above the causal diagonal.
-      const std::size_t last_key = min_of(head.widest_visible(i0, br), keys.end);
-      for (std::size_t j0 = keys.begin; j0 < last_key; j0 += Bc) {
+      // Key blocks no row sees (past the causal diagonal, before a window) are skipped.
+      const KeySpan block_keys = head.visible_rows(i0, br);
+      const std::size_t last_key = min_of(block_keys.end, keys.end);
+      for (std::size_t j0 = on_grid(keys.begin, block_keys.begin, Bc); j0 < last_key; j0 += Bc) {
         const std::size_t bc = min_of(Bc, last_key - j0);
         for (std::size_t g = 0; g < br; g += group) {
           const std::size_t mr = min_of(group, br - g);
           const auto seen = S::block_keys(head, i0 + g, mr, j0, bc);
-          if (seen.widest == 0) continue;
-          score_rows<Ss>(mr, q_packed + g / group * MR * pd, pd, kt + j0 * pd,
-                         (seen.widest + NR - 1) / NR, s_tile);
+          if (!seen.any()) continue;
+          const std::size_t p0 = seen.first / NR * NR;  // the first key's panel
+          score_rows<Ss>(mr, q_packed + g / group * MR * pd, pd, kt + (j0 + p0) * pd,
+                         (seen.widest - p0 + NR - 1) / NR, s_tile + p0);
           bool rescale = false;
           for (std::size_t r = 0; r < mr; ++r) {  // the float32 kernel's online softmax
             float* s_r = s_tile + r * Ss;
-            const float block_max = S::scale_and_max(s_r, seen.count[r], head.scale);
+            const float block_max = S::scale_and_max(s_r, seen.begin[r], seen.end[r], head.scale);
             const float m_old = m[g + r];
             const float m_new = block_max > m_old ? block_max : m_old;
             const float m_ref = max_reference(m_new);
@@ -349,8 +367,9 @@ struct TiledBf16 : Simd<Arch> {
               _mm256_storeu_si256(reinterpret_cast<__m256i*>(p_row + j),
                                   reinterpret_cast<__m256i>(b));
             };
-            l[g + r] = S::mul_add(l[g + r], alpha[r],
-                                  S::exp_and_sum(s_r, seen.count[r], head.scale, m_ref, round));
+            l[g + r] = S::mul_add(
+                l[g + r], alpha[r],
+                S::exp_and_sum(s_r, seen.begin[r], seen.end[r], head.scale, m_ref, round));
           }
           blend_group<Ps>(mr, seen, p_tile, v + j0 / 2 * dp, dp, rescale ? alpha : nullptr,
                           o_acc + g * dp);

@@ -48,8 +48,8 @@ struct TiledBf16Backward : TiledBf16<Arch> {
     T::pack_pair_rows(k, kv_len, d, first, last, kt + 2 * panels);
   }
 
-  // Rows [0, br) of x (d floats each) in pairs of rows, rows whose count is 0 (and row br, for
-  // an odd br) as zeros: what dV += P^T dO and dK += dS^T Q pair with P^T and dS^T.
+  // Rows [0, br) of x (d floats each) in pairs of rows, rows that see no key (end 0; and row br,
+  // for an odd br) as zeros: what dV += P^T dO and dK += dS^T Q pair with P^T and dS^T.
   static void pair_rows(const float* x, std::size_t br, const std::size_t* count, std::size_t d,
                         Pair* out) {
     const std::size_t dp = S::padded_dim(d);
@@ -92,25 +92,29 @@ struct TiledBf16Backward : TiledBf16<Arch> {
     }
   }
 
-  // acc[k] += sum over rows r in [first[k], rows) of p[r][k] * b[r] for keys [0, keys), p as pairs
-  // of rows per key (St pairs a row pair) and b as pairs of rows: each group of MR keys over the
-  // rows all of them see, then each key over its few more (halves masked where a pair straddles
-  // a key's first row).
-  static void blend_keys(const Pair* pt, const Pair* b, std::size_t rows, const std::size_t* first,
-                         std::size_t keys, std::size_t dp, float* acc) {
-    const std::size_t row_pairs = (rows + 1) / 2;
+  // acc[k] += sum over rows r in [first[k], last[k]) of p[r][k] * b[r] for keys [0, keys), p as
+  // pairs of rows per key (St pairs a row pair) and b as pairs of rows: each group of MR keys over
+  // the rows all of them see, then each key over its few more before and after them (halves
+  // masked where a pair straddles a key's first or last row).
+  static void blend_keys(const Pair* pt, const Pair* b, const std::size_t* first,
+                         const std::size_t* last, std::size_t keys, std::size_t dp, float* acc) {
+    auto add = [&](std::size_t kr, std::size_t k, std::size_t from, std::size_t to) {
+      if (from >= to) return;
+      const std::size_t begin = from / 2, end = (to + 1) / 2;
+      T::template blend_rows<1, St>(kr, pt + begin * St + k, b + begin * dp, dp, end - begin,
+                                    from % 2 != 0, to % 2 != 0, nullptr, acc + k * dp);
+    };
     for (std::size_t k0 = 0; k0 < keys; k0 += MR) {
       const std::size_t kr = min_of(MR, keys - k0);
-      const std::size_t common = first[k0 + kr - 1], from = common / 2;
-      if (common < rows) {
-        T::template blend_rows<1, St>(kr, pt + from * St + k0, b + from * dp, dp, row_pairs - from,
-                                      common % 2 != 0, false, nullptr, acc + k0 * dp);
+      const std::size_t common_first = first[k0 + kr - 1], common_last = last[k0];
+      if (common_first >= common_last) {  // no row sees every key of the group
+        for (std::size_t k = k0; k < k0 + kr; ++k) add(1, k, first[k], last[k]);
+        continue;
       }
+      add(kr, k0, common_first, common_last);
       for (std::size_t k = k0; k < k0 + kr; ++k) {
-        if (first[k] >= common) continue;
-        const std::size_t begin = first[k] / 2, end = (common + 1) / 2;
-        T::template blend_rows<1, St>(1, pt + begin * St + k, b + begin * dp, dp, end - begin,
-                                      first[k] % 2 != 0, common % 2 != 0, nullptr, acc + k * dp);
+        add(1, k, first[k], common_first);
+        add(1, k, common_last, last[k]);
       }
     }
   }
@@ -139,45 +143,52 @@ struct TiledBf16Backward : TiledBf16<Arch> {
     Pair* d_o_pairs = ws.take<Pair>(Br / 2 * dp);  // dO likewise
     Pair* q_packed = ws.take<Pair>(Br * pd);       // groups of Q and dO (TiledBf16::pack_q)
     Pair* d_o_packed = ws.take<Pair>(Br * pd);
-    std::size_t* count = ws.take<std::size_t>(Br);
+    std::size_t* begin = ws.take<std::size_t>(Br);
+    std::size_t* end = ws.take<std::size_t>(Br);
     std::size_t* first = ws.take<std::size_t>(Bk);
+    std::size_t* last = ws.take<std::size_t>(Bk);
     for (std::size_t x = 0; x < bc * dp; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
 
-    const std::size_t first_block = B::first_row_block(pb, j0, rows);
+    const RowRange seen_rows = B::row_blocks(pb, j0, bc, rows);
     const typename S::batch sc(pb.scale);
     for (std::size_t g = 0; g < pb.group; ++g) {
       const auto [q, d_o, lse, delta, dq] = pb.head(g);
-      for (std::size_t i0 = first_block; i0 < rows.end; i0 += Br) {
+      for (std::size_t i0 = seen_rows.begin; i0 < seen_rows.end; i0 += Br) {
         const std::size_t br = min_of(Br, rows.end - i0);
-        B::row_counts(pb, lse, i0, br, j0, bc, count);
-        pair_rows(q + i0 * d, br, count, d, q_pairs);
-        pair_rows(d_o + i0 * d, br, count, d, d_o_pairs);
+        B::row_spans(pb, lse, i0, br, j0, bc, begin, end);
+        pair_rows(q + i0 * d, br, end, d, q_pairs);
+        pair_rows(d_o + i0 * d, br, end, d, d_o_pairs);
         for (std::size_t x = 0; x < br * dp; ++x) dq_part[x] = 0.0f;
         T::pack_q(q + i0 * d, br, MR, d, q_packed);
         T::pack_q(d_o + i0 * d, br, MR, d, d_o_packed);
 
         for (std::size_t g0 = 0; g0 < br; g0 += MR) {
           const std::size_t mr = min_of(MR, br - g0);
-          const auto seen = B::group_keys(count + g0, mr, bc);
+          const auto seen = B::group_keys(begin + g0, end + g0, mr, bc);
           float* p = p_block + g0 * St;
           float* ds = ds_block + g0 * St;
-          const std::size_t used = (seen.widest + NR - 1) / NR;  // panels
-          if (used > 0) {
-            T::template score_rows<St>(mr, q_packed + g0 * pd, pd, kt, used, p);     // S = Q K^T
-            T::template score_rows<St>(mr, d_o_packed + g0 * pd, pd, vt, used, ds);  // dO V^T
+          if (seen.any()) {  // from the panel of the first key a row sees
+            const std::size_t p0 = seen.first / NR * NR;
+            const std::size_t used = (seen.widest - p0 + NR - 1) / NR;  // panels
+            T::template score_rows<St>(mr, q_packed + g0 * pd, pd, kt + p0 * pd, used,
+                                       p + p0);  // S = Q K^T
+            T::template score_rows<St>(mr, d_o_packed + g0 * pd, pd, vt + p0 * pd, used,
+                                       ds + p0);  // dO V^T
           }
           for (std::size_t r = 0; r < mr; ++r) {  // P and dS as the float32 kernel has them
             float* pr = p + r * St;
             float* dr = ds + r * St;
             auto* d16 = reinterpret_cast<std::uint16_t*>(ds_rows + (g0 + r) * Ps);
-            const std::size_t n = seen.count[r];
+            const std::size_t from = seen.begin[r], to = seen.end[r];
             const typename S::batch lse_r(lse[i0 + g0 + r]), delta_r(delta[i0 + g0 + r]);
             for (std::size_t j = 0; j < fill; j += W) {
               typename S::batch pj(0.0f), dsj(0.0f);
-              if (j < n) {
-                const auto x = S::mask_after(S::batch::load_aligned(pr + j) * sc - lse_r, j, n);
+              if (j < to && j + W > from) {
+                const auto x =
+                    S::mask_span(S::batch::load_aligned(pr + j) * sc - lse_r, j, from, to);
                 pj = S::exp(xsimd::select(x > typename S::batch(0.0f), typename S::batch(0.0f), x));
-                dsj = B::zero_after(sc * pj * (S::batch::load_aligned(dr + j) - delta_r), j, n);
+                dsj = B::zero_outside(sc * pj * (S::batch::load_aligned(dr + j) - delta_r), j, from,
+                                      to);
               }
               pj.store_aligned(pr + j);
               dsj.store_aligned(dr + j);
@@ -190,15 +201,15 @@ struct TiledBf16Backward : TiledBf16<Arch> {
                                       dq_part + g0 * dp);  // dQ += dS K
         }
 
-        B::first_rows(count, br, bc, first);
+        B::key_rows(begin, end, br, bc, first, last);
         transpose_pairs(p_block, br, fill, pt);
         transpose_pairs(ds_block, br, fill, dst);
-        blend_keys(pt, d_o_pairs, br, first, bc, dp, dv_acc);  // dV += P^T dO
-        blend_keys(dst, q_pairs, br, first, bc, dp, dk_acc);   // dK += dS^T Q
+        blend_keys(pt, d_o_pairs, first, last, bc, dp, dv_acc);  // dV += P^T dO
+        blend_keys(dst, q_pairs, first, last, bc, dp, dk_acc);   // dK += dS^T Q
         B::add_dq(pb, g, i0, br, block, dq_part, dp, dq);
       }
     }
-    B::add_dkv(pb, rows, j0, bc, block, first_block < rows.end, dk_acc, dv_acc, dp);
+    B::add_dkv(pb, rows, j0, bc, block, seen_rows.begin < seen_rows.end, dk_acc, dv_acc, dp);
   }
 };
 

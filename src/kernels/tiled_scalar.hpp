@@ -48,23 +48,26 @@ void tiled_loops(const HeadProblem& head, RowRange rows, KeyRange keys, const Pa
       l[r] = 0.0f;
       for (std::size_t x = 0; x < d; ++x) acc(i0 + r)[x] = 0.0f;
     }
-    // The block's last row sees the most keys; key blocks past them lie wholly above the causal
-    // diagonal and are skipped, not masked.
-    const std::size_t last_key = min_of(head.widest_visible(i0, br), keys.end);
+    // Key blocks no row of the block sees (past the causal diagonal, before a window) are
+    // skipped, not masked; the others start on the grid of Bc keys from keys.begin.
+    const KeySpan span = head.visible_rows(i0, br);
+    const std::size_t last_key = min_of(span.end, keys.end);
 
-    for (std::size_t j0 = keys.begin; j0 < last_key; j0 += Bc) {
+    for (std::size_t j0 = on_grid(keys.begin, span.begin, Bc); j0 < last_key; j0 += Bc) {
       const std::size_t bc = min_of(Bc, last_key - j0);  // edge tile: fewer keys
       for (std::size_t r = 0; r < br; ++r) {
-        const std::size_t visible = head.visible_keys(i0 + r);
-        if (visible <= j0) continue;  // this row's keys end before the block
-        const std::size_t count = min_of(bc, visible - j0);
+        const KeySpan visible = head.visible(i0 + r);
+        // this row's keys of the block: [first, count)
+        const std::size_t first = visible.begin <= j0 ? 0 : visible.begin - j0;
+        const std::size_t count = visible.end <= j0 ? 0 : min_of(bc, visible.end - j0);
+        if (first >= count) continue;  // none
         const float* q = head.q + (i0 + r) * d;
         float* s = S + r * Bc;
         float* o = acc(i0 + r);
 
         // s = scale * q K_block^T; the block max in the same pass.
         float block_max = kMinusInf;
-        for (std::size_t c = 0; c < count; ++c) {
+        for (std::size_t c = first; c < count; ++c) {
           const float* k = head.k + (j0 + c) * d;
           float dot = 0.0f;
           for (std::size_t x = 0; x < d; ++x) {
@@ -83,7 +86,7 @@ void tiled_loops(const HeadProblem& head, RowRange rows, KeyRange keys, const Pa
           for (std::size_t x = 0; x < d; ++x) o[x] *= alpha;
           m[r] = m_new;
         }
-        for (std::size_t c = 0; c < count; ++c) {
+        for (std::size_t c = first; c < count; ++c) {
           const float p = scalar_exp(s[c] - m_ref);
           const float* v = head.v + (j0 + c) * d;
           l[r] += p;

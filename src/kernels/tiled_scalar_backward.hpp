@@ -35,23 +35,28 @@ void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, RowRange rows
   for (std::size_t x = 0; x < bc * d; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
 
   // NOTE: rows before first_row_seeing(j0) see none of the block's keys; their row blocks are
-  // skipped, and so are they by every later key block.
+  // skipped, and so are they by every later key block. Rows from last_row_seeing(the block's
+  // last key) on (a window) see later keys only; their dQ turns start with the first key block
+  // they see (BackwardProblem::dq_turn).
   const std::size_t seen_from = pb.first_row_seeing(j0) / kRowsPerTask * kRowsPerTask;
   const std::size_t first = seen_from > rows_of.begin ? seen_from : rows_of.begin;
+  const std::size_t seen_to = pb.last_row_seeing(j0 + bc - 1);
+  const std::size_t last = min_of(rows_of.end, seen_to > first ? seen_to : first);
   for (std::size_t g = 0; g < pb.group; ++g) {
     const auto [q, d_o, lse, delta, dq] = pb.head(g);
-    for (std::size_t i0 = first; i0 < rows_of.end; i0 += kRowsPerTask) {
+    for (std::size_t i0 = first; i0 < last; i0 += kRowsPerTask) {
       const std::size_t rows = min_of(kRowsPerTask, rows_of.end - i0);
       for (std::size_t x = 0; x < rows * d; ++x) dq_part[x] = 0.0f;
       for (std::size_t r = 0; r < rows; ++r) {
         const std::size_t i = i0 + r;
-        const std::size_t visible = pb.visible_keys(i);
-        if (visible <= j0 || lse[i] == kMinusInf) continue;  // sees no key here, or a zero row
-        const std::size_t count = min_of(bc, visible - j0);
+        const KeySpan visible = pb.visible(i);
+        if (visible.end <= j0 || lse[i] == kMinusInf) continue;  // sees no key here, or a zero row
+        const std::size_t count = min_of(bc, visible.end - j0);
+        const std::size_t from = visible.begin <= j0 ? 0 : min_of(count, visible.begin - j0);
         const float* qi = q + i * d;
         const float* doi = d_o + i * d;
         float* dqi = dq_part + r * d;
-        for (std::size_t j = 0; j < count; ++j) {
+        for (std::size_t j = from; j < count; ++j) {
           const float* kj = pb.k + (j0 + j) * d;
           const float* vj = pb.v + (j0 + j) * d;
           float s = 0.0f, dp = 0.0f;
@@ -69,15 +74,15 @@ void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, RowRange rows
           }
         }
       }
-      pb.dq_order.wait(g, i0, block);
+      pb.dq_order.wait(g, i0, pb.dq_turn(i0, block));
       for (std::size_t x = 0; x < rows * d; ++x) dq[i0 * d + x] += dq_part[x];
-      pb.dq_order.done(g, i0, block);
+      pb.dq_order.done(g, i0, pb.dq_turn(i0, block));
     }
   }
   // dK += this segment's part, dV likewise, in segment order.
   const std::size_t segment = rows_of.begin / kBackwardSegmentRows;
   pb.dkv_order.wait(block, segment);
-  for (std::size_t x = 0; first < rows_of.end && x < bc * d; ++x) {
+  for (std::size_t x = 0; first < last && x < bc * d; ++x) {
     pb.dk[j0 * d + x] += dk_acc[x];
     pb.dv[j0 * d + x] += dv_acc[x];
   }

@@ -83,7 +83,7 @@ struct TiledSimd : Simd<Arch> {
       bool rescale = false;
       for (std::size_t r = 0; r < mr; ++r) {
         float* s_r = s + r * Ss;
-        const float block_max = S::scale_and_max(s_r, seen.count[r], head.scale);
+        const float block_max = S::scale_and_max(s_r, seen.begin[r], seen.end[r], head.scale);
         const float m_new = block_max > m[r] ? block_max : m[r];
         const float m_ref = max_reference(m_new);
         a[r] = 1.0f;
@@ -93,7 +93,8 @@ struct TiledSimd : Simd<Arch> {
           m[r] = m_new;
         }
         // l = l * exp(m_old - m_new) + rowsum(P)
-        l[r] = S::mul_add(l[r], a[r], S::exp_and_sum(s_r, seen.count[r], head.scale, m_ref));
+        l[r] = S::mul_add(l[r], a[r],
+                          S::exp_and_sum(s_r, seen.begin[r], seen.end[r], head.scale, m_ref));
       }
       return rescale;
     };
@@ -109,11 +110,13 @@ struct TiledSimd : Simd<Arch> {
       for (std::size_t g = 0; g < br; g += group) {
         const std::size_t mr = min_of(group, br - g);  // edge group: fewer rows
         const auto seen = S::block_keys(head, i0 + g, mr, j0, bc);
-        if (seen.widest == 0) continue;  // no row of the group sees this block
+        if (!seen.any()) continue;  // no row of the group sees this block
         const bool streams = first_streams && g == 0;
         if constexpr ((Phases & kScorePhase) != 0) {
-          S::score_group(q_block + g / group * MR * d, mr, d, kb, seen.widest, s_tile, Ss, streams,
-                         true);
+          // from the panel of the first key a row sees (a window's edge block)
+          const std::size_t p0 = seen.first / S::NR * S::NR;
+          S::score_group(q_block + g / group * MR * d, mr, d, kb + p0 * d, seen.widest - p0,
+                         s_tile + p0, Ss, streams, true);
         }
         bool rescale = false;
         if constexpr ((Phases & kSoftmaxPhase) != 0) {
@@ -186,25 +189,28 @@ struct TiledSimd : Simd<Arch> {
         S::pack_q(head.q + i0 * d, br, row_group(br, MR), d,
                   q_packed + (i0 - s0) / Br * q_block_floats);
       }
-      // Key blocks past the last row's visible keys lie wholly above the causal diagonal: skipped.
-      const std::size_t super_last = min_of(head.widest_visible(s0, sr), keys.end);
-      for (std::size_t c0 = keys.begin; c0 < super_last; c0 += Kc) {
+      // Key blocks no row sees (past the causal diagonal, before a window) are skipped; the
+      // others start on the grid of Bc keys from keys.begin, whatever the rows.
+      const KeySpan super_keys = head.visible_rows(s0, sr);
+      const std::size_t super_last = min_of(super_keys.end, keys.end);
+      for (std::size_t c0 = on_grid(keys.begin, super_keys.begin, Kc); c0 < super_last; c0 += Kc) {
         for (std::size_t i0 = s0; i0 < s0 + sr; i0 += Br) {
           const std::size_t br = min_of(Br, s0 + sr - i0);  // edge block: fewer rows
-          const std::size_t last_key =
-              min_of(min_of(head.widest_visible(i0, br), keys.end), c0 + Kc);
+          const KeySpan block_keys = head.visible_rows(i0, br);
+          const std::size_t last_key = min_of(min_of(block_keys.end, keys.end), c0 + Kc);
+          const std::size_t first_key = max_of(c0, on_grid(keys.begin, block_keys.begin, Bc));
           const float* q_block = q_packed + (i0 - s0) / Br * q_block_floats;
           float* o_acc = o_all + (i0 - s0) * dp;
           float* m = m_all + (i0 - s0);
           float* l = l_all + (i0 - s0);
-          for (std::size_t j0 = c0; j0 < last_key; j0 += Bc) {
+          for (std::size_t j0 = first_key; j0 < last_key; j0 += Bc) {
             const std::size_t bc = min_of(Bc, last_key - j0);  // edge block: fewer keys
             const bool few = br <= kFewGroups * MR && head.q_len <= kFewGroups * MR;
             if (kWidens && !few) {
               S::widen_block(kt + j0 * d, round_up(bc, S::NR) * d, kt_wide);
               S::widen_block(v + j0 * dp, bc * dp, v_wide);
               block(i0, br, q_block, j0, bc, kt_wide, v_wide, false, o_acc, m, l);
-            } else if (few && br > MR && head.visible_keys(i0) >= j0 + bc) {
+            } else if (few && br > MR && head.seen_by_all(i0, br, j0, bc)) {
               interleaved(i0, br, j0, bc, kt + j0 * d, v + j0 * dp, o_acc, m, l);
             } else {
               block(i0, br, q_block, j0, bc, kt + j0 * d, v + j0 * dp, few, o_acc, m, l);
