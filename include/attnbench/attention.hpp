@@ -169,7 +169,9 @@ constexpr double scored_pairs(const Shape& shape, const Options& options) {
   return pairs * double(shape.batch * shape.q_heads);
 }
 constexpr double scored_pairs(const Shape& shape, bool causal) {
-  return scored_pairs(shape, Options{.causal = causal});
+  Options options;
+  options.causal = causal;
+  return scored_pairs(shape, options);
 }
 
 // Where one (batch, query head) lives in the tensors, grouped-query attention included: the

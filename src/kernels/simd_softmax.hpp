@@ -117,9 +117,9 @@ struct SimdSoftmax : SimdStorage<Arch> {
     alignas(64) static constexpr float kLane[16] = {0, 1, 2,  3,  4,  5,  6,  7,
                                                     8, 9, 10, 11, 12, 13, 14, 15};
     const batch lane = batch::load_aligned(kLane) + batch(static_cast<float>(first));
-    return xsimd::select(
-        lane >= batch(static_cast<float>(begin)) & (lane < batch(static_cast<float>(end))), x,
-        fill);
+    const auto inside =
+        (lane >= batch(static_cast<float>(begin))) & (lane < batch(static_cast<float>(end)));
+    return xsimd::select(inside, x, fill);
   }
   static batch mask_after(batch x, std::size_t first, std::size_t count,
                           batch fill = batch(kMinusInf)) {
