@@ -46,9 +46,17 @@ std::vector<double> independent_attention(const Problem& p) {
         const auto v_at = [&](std::size_t j) {
           return &p.v[((b * s.kv_heads + kvh) * s.kv_len + j) * d];
         };
-        // Key j is visible when j <= i + kv_len - q_len, i.e. j + q_len <= i + kv_len.
+        // Row i's diagonal key: i + kv_len - q_len (bottom-right) or i (top-left). Key j is
+        // visible when j <= diagonal (causal), j <= diagonal + right and j > diagonal - left.
+        const long long diagonal = p.options.alignment == Alignment::top_left
+                                       ? (long long)i
+                                       : (long long)i + (long long)s.kv_len - (long long)s.q_len;
         const auto visible = [&](std::size_t j) {
-          return !p.options.causal || j + s.q_len <= i + s.kv_len;
+          const long long key = (long long)j;
+          const auto& o = p.options;
+          return (!o.causal || key <= diagonal) &&
+                 (!o.window_right || key <= diagonal + (long long)*o.window_right) &&
+                 (!o.window_left || key > diagonal - (long long)*o.window_left);
         };
         double m = -INFINITY;
         for (std::size_t j = 0; j < s.kv_len; ++j) {
@@ -76,7 +84,7 @@ std::vector<double> independent_attention(const Problem& p) {
 
 struct IndependentCase {
   Shape shape;
-  bool causal;
+  Masking mask;
   std::optional<float> scale;
 };
 
@@ -86,7 +94,15 @@ std::vector<IndependentCase> independent_cases() {
   return {{{2, 6, 3, 5, 9, 4}, true, std::nullopt}, {{1, 4, 2, 9, 5, 3}, true, 0.37f},
           {{2, 8, 2, 7, 7, 5}, true, std::nullopt}, {{1, 6, 3, 6, 11, 8}, false, -1.3f},
           {{1, 4, 1, 3, 40, 16}, true, 0.05f},      {{2, 6, 2, 12, 4, 2}, true, std::nullopt},
-          {{1, 6, 3, 4, 4097, 8}, true, 0.21f}};
+          {{1, 6, 3, 4, 4097, 8}, true, 0.21f},
+          // windows and the top-left alignment, q_len above, below and at kv_len
+          {{1, 2, 1, 9, 13, 4}, Masking(true, Alignment::bottom_right, 3), std::nullopt},
+          {{1, 2, 1, 9, 13, 4}, Masking(true, Alignment::top_left, 3), std::nullopt},
+          {{1, 2, 2, 13, 9, 4}, Masking(true, Alignment::top_left, 2), 0.4f},
+          {{1, 2, 2, 13, 9, 4}, Masking(true, Alignment::bottom_right, 20), 0.4f},
+          {{1, 1, 1, 11, 11, 3}, Masking(false, Alignment::bottom_right, 2, 3), std::nullopt},
+          {{1, 1, 1, 7, 12, 3}, Masking(false, Alignment::top_left, std::nullopt, 1), 0.7f},
+          {{2, 2, 1, 5, 300, 8}, Masking(true, Alignment::bottom_right, 1), std::nullopt}};
 }
 
 // The oracle against the independent reference: they agree to double's rounding, far below what a
@@ -95,7 +111,7 @@ std::vector<IndependentCase> independent_cases() {
 // kernel, the default, against it directly.
 TEST(IndependentReference, OracleAndDefaultKernelAgreeWithIt) {
   for (const IndependentCase& ic : independent_cases()) {
-    Problem p = random_problem(ic.shape, ic.causal, 41);
+    Problem p = random_problem(ic.shape, ic.mask, 41);
     p.options.scale = ic.scale;
     const std::vector<double> want = independent_attention(p);
     const OracleAnswer ref = solve(p);
@@ -103,7 +119,7 @@ TEST(IndependentReference, OracleAndDefaultKernelAgreeWithIt) {
     for (double x : want) largest = std::fmax(largest, std::fabs(x));
     for (std::size_t x = 0; x < want.size(); ++x) {
       ASSERT_NEAR(ref.o[x], want[x], 1e-12 * (1 + largest))
-          << shape_name(ic.shape) << (ic.causal ? " causal" : "") << ", element " << x;
+          << shape_name(ic.shape) << ic.mask.name() << ", element " << x;
     }
     Workspace ws;
     const std::vector<float> out = run(default_kernel(), p, ws);
@@ -135,6 +151,48 @@ TEST(IndependentReference, SeesAWrongMaskScaleAndHead) {
   std::swap_ranges(heads.k.begin() + 36, heads.k.begin() + 72, heads.k.begin() + 72);
   std::swap_ranges(heads.v.begin() + 36, heads.v.begin() + 72, heads.v.begin() + 72);
   EXPECT_GT(largest_difference(heads), 1e-3);
+}
+
+// KeyMask's other views agree with its rows: rows(i, count) is the union of those rows' keys,
+// [first_row(j), last_row(j)) the rows that see key j, window_start(i) the first key the window
+// reaches; over windows, both alignments and q_len on both sides of kv_len.
+TEST(IndependentReference, KeyMaskViewsAgreeWithItsRows) {
+  for (Alignment a : {Alignment::bottom_right, Alignment::top_left}) {
+    for (auto [q_len, kv_len] : {std::pair{9, 13}, {13, 9}, {10, 10}, {1, 7}, {7, 1}}) {
+      for (const Masking& m : {Masking(false), Masking(true, a, std::nullopt), Masking(true, a, 1),
+                               Masking(true, a, 4), Masking(false, a, 3, 2),
+                               Masking(false, a, std::nullopt, 0), Masking(false, a, 30, 30)}) {
+        Options o;
+        m.apply(o);
+        const KeyMask mask(std::size_t(q_len), std::size_t(kv_len), o);
+        const std::string name = std::to_string(q_len) + "x" + std::to_string(kv_len) + m.name();
+        for (std::size_t j = 0; j < std::size_t(kv_len); ++j) {
+          for (std::size_t i = 0; i < std::size_t(q_len); ++i) {
+            const KeySpan keys = mask.row(i);
+            const bool sees = keys.begin <= j && j < keys.end;
+            EXPECT_EQ(sees, mask.first_row(j) <= i && i < mask.last_row(j))
+                << name << " row " << i << " key " << j;
+          }
+        }
+        for (std::size_t i = 0; i < std::size_t(q_len); ++i) {
+          EXPECT_EQ(mask.row(i).begin, std::min(mask.window_start(i), mask.row(i).end)) << name;
+          for (std::size_t count = 1; i + count <= std::size_t(q_len); ++count) {
+            std::size_t begin = std::size_t(kv_len), end = 0;
+            for (std::size_t r = i; r < i + count; ++r) {
+              if (mask.row(r).empty()) continue;
+              begin = std::min(begin, mask.row(r).begin);
+              end = std::max(end, mask.row(r).end);
+            }
+            const KeySpan all = mask.rows(i, count);
+            if (end > begin) {  // rows that see keys: rows() spans them (and may start earlier)
+              EXPECT_LE(all.begin, begin) << name << " rows " << i << "+" << count;
+              EXPECT_EQ(all.end, end) << name << " rows " << i << "+" << count;
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

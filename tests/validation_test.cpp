@@ -77,6 +77,17 @@ const BadCall kBadCalls[] = {
     {"scale inf", [](Shape&, Options& o, Tensors&) { o.scale = INFINITY; }, "options.scale", "inf"},
     {"too many threads", [](Shape&, Options& o, Tensors&) { o.threads = 5000; }, "options.threads",
      "5000"},
+    {"window of 0", [](Shape&, Options& o, Tensors&) { o.window_left = 0; }, "options.window_left",
+     "0"},
+    {"right window with causal",
+     [](Shape&, Options& o, Tensors&) {
+       o.causal = true;
+       o.window_right = 4;
+     },
+     "options.window_right", "4"},
+    {"alignment out of range",
+     [](Shape&, Options& o, Tensors&) { o.alignment = static_cast<Alignment>(7); },
+     "options.alignment", "7"},
 };
 
 INSTANTIATE_TEST_SUITE_P(BadInput, Validation, ::testing::ValuesIn(kBadCalls),
@@ -177,6 +188,8 @@ const BadBackward kBadBackwards[] = {
        o.scale = std::numeric_limits<float>::quiet_NaN();
      },
      "options.scale", "nan"},
+    {"window of 0", [](Shape&, Options& o, Tensors&, Gradients&) { o.window_left = 0; },
+     "options.window_left", "0"},
 };
 
 INSTANTIATE_TEST_SUITE_P(BadInput, BackwardValidation, ::testing::ValuesIn(kBadBackwards),
