@@ -3,8 +3,8 @@
 // registry.
 //
 //   import attnbench, numpy as np
-//   o = attnbench.attention(q, k, v, causal=False, scale=None, kernel=None, threads=None,
-//                           kv_dtype=None)
+//   o = attnbench.attention(q, k, v, causal=False, window=None, scale=None, kernel=None,
+//                           threads=None, kv_dtype=None)
 //   o, lse = attnbench.attention(q, k, v, return_lse=True)
 //   dq, dk, dv = attnbench.attention_backward(q, k, v, o, lse, d_o)
 //   cache = attnbench.KvCache(kv_heads, head_dim, capacity, kv_dtype="bf16")
@@ -24,12 +24,13 @@ namespace attnbench::python {
 // O, or (O, LSE) with return_lse: LSE of Q's shape without its last axis. K and V from the arrays
 // k and v, or from `cache` (then k and v are None).
 py::object attention(const py::handle& q_arg, const py::handle& k_arg, const py::handle& v_arg,
-                     bool causal, std::optional<double> scale,
+                     const py::handle& causal, const py::handle& window,
+                     const py::handle& alignment, std::optional<double> scale,
                      const std::optional<std::string>& kernel_name,
                      std::optional<long long> threads, bool return_lse,
                      const py::handle& kv_dtype_arg, const py::handle& cache_arg) {
   const py::array q = float32_input(q_arg, "q");
-  attnbench::Options options = options_of(causal, scale, threads);
+  attnbench::Options options = options_of(causal, window, alignment, scale, threads);
   if (!kv_dtype_arg.is_none()) options.kv_type = kv_type_of(kv_dtype_arg, "kv_dtype");
   const PyKvCache* py_cache = nullptr;
   ReadLock lock;
@@ -105,8 +106,9 @@ const attnbench::Kernel& backward_kernel_named(const std::optional<std::string>&
 
 py::tuple attention_backward(const py::handle& q_arg, const py::handle& k_arg,
                              const py::handle& v_arg, const py::handle& o_arg,
-                             const py::handle& lse_arg, const py::handle& d_o_arg, bool causal,
-                             std::optional<double> scale,
+                             const py::handle& lse_arg, const py::handle& d_o_arg,
+                             const py::handle& causal, const py::handle& window,
+                             const py::handle& alignment, std::optional<double> scale,
                              const std::optional<std::string>& kernel_name,
                              std::optional<long long> threads) {
   const py::array q = float32_input(q_arg, "q");
@@ -122,7 +124,7 @@ py::tuple attention_backward(const py::handle& q_arg, const py::handle& k_arg,
   require_shape(lse, "lse", std::vector<py::ssize_t>(q_shape.begin(), q_shape.end() - 1),
                 "q's without its last axis,");
   const attnbench::Kernel& kernel = backward_kernel_named(kernel_name);
-  const attnbench::Options options = options_of(causal, scale, threads);
+  const attnbench::Options options = options_of(causal, window, alignment, scale, threads);
   // Sizes and options first, so a huge or empty shape fails with its field, not a MemoryError;
   // the gradients are then no larger than the inputs the caller holds, and the call itself
   // checks the rest (the naive budget, overlaps) before it computes anything.
@@ -185,7 +187,8 @@ PYBIND11_MODULE(_core, m) {
 
   m.def(
       "attention", &attention, py::arg("q"), py::arg("k") = py::none(), py::arg("v") = py::none(),
-      py::kw_only(), py::arg("causal") = false, py::arg("scale") = py::none(),
+      py::kw_only(), py::arg("causal") = false, py::arg("window") = py::none(),
+      py::arg("alignment") = py::none(), py::arg("scale") = py::none(),
       py::arg("kernel") = py::none(), py::arg("threads") = py::none(),
       py::arg("return_lse") = false, py::arg("kv_dtype") = py::none(),
       py::arg("cache") = py::none(),
@@ -197,7 +200,14 @@ Args:
     k: float32 keys of q's rank and head dim, possibly fewer heads (grouped-query attention:
         query head h reads key/value head h // (q_heads // kv_heads)); None with cache.
     v: float32 values of k's shape; None with cache.
-    causal: bottom-right causal mask (query i sees keys j <= i + kv_len - q_len).
+    causal: True for the causal mask (no key after a row's diagonal key), or the alignment's
+        name: "bottom_right" (the default; row i's diagonal key is i + kv_len - q_len, as
+        FlashAttention and a KV cache have it) or "top_left" (key i, PyTorch's is_causal).
+    window: None; W, a sliding window (Mistral's, Gemma's): a row sees at most the W keys
+        ending at its diagonal key; or (left, right), left as W (None: unbounded) and right the
+        keys after the diagonal a non-causal row sees too (None: all).
+    alignment: where the diagonal sits for causal and window, as causal's names (default
+        "bottom_right").
     scale: multiplies every score, default 1/sqrt(d).
     kernel: a name from kernels(), default the first that runs here (with cache: the cache's);
         "tiled/simd-bf16" computes with bfloat16 products (Q, K, V and the weights rounded to
@@ -222,6 +232,7 @@ Raises:
         cannot read the cache's layout.)");
   m.def("attention_backward", &attention_backward, py::arg("q"), py::arg("k"), py::arg("v"),
         py::arg("o"), py::arg("lse"), py::arg("d_o"), py::kw_only(), py::arg("causal") = false,
+        py::arg("window") = py::none(), py::arg("alignment") = py::none(),
         py::arg("scale") = py::none(), py::arg("kernel") = py::none(),
         py::arg("threads") = py::none(),
         R"((dQ, dK, dV) of the loss whose gradient with respect to O is d_o.
@@ -230,7 +241,7 @@ Args:
     q, k, v: float32 arrays as given to attention() (K and V stored as f32).
     o, lse: the forward's output and log-sum-exp, as attention(..., return_lse=True) returned them.
     d_o: float32 gradient of the loss with respect to O, of q's shape.
-    causal, scale: as given to attention().
+    causal, window, alignment, scale: as given to attention().
     kernel: a name from kernels() whose has_backward is true, default the first available one.
     threads: worker threads, None for every core; the result is the same bit for bit for any.
 

@@ -133,13 +133,15 @@ Raises:
       .def("clear", &clear_cache, "Forgets every token; the capacity and the storage are kept.")
       .def(
           "attention",
-          [](const py::object& self, const py::handle& q, bool causal, std::optional<double> scale,
+          [](const py::object& self, const py::handle& q, const py::handle& causal,
+             const py::handle& window, const py::handle& alignment, std::optional<double> scale,
              const std::optional<std::string>& kernel, std::optional<long long> threads,
              bool return_lse) {
-            return attention(q, py::none(), py::none(), causal, scale, kernel, threads, return_lse,
-                             py::none(), self);
+            return attention(q, py::none(), py::none(), causal, window, alignment, scale, kernel,
+                             threads, return_lse, py::none(), self);
           },
-          py::arg("q"), py::kw_only(), py::arg("causal") = false, py::arg("scale") = py::none(),
+          py::arg("q"), py::kw_only(), py::arg("causal") = false, py::arg("window") = py::none(),
+          py::arg("alignment") = py::none(), py::arg("scale") = py::none(),
           py::arg("kernel") = py::none(), py::arg("threads") = py::none(),
           py::arg("return_lse") = false,
           "attention(q, cache=self, ...): the same call, on this cache's K and V.")

@@ -124,10 +124,78 @@ inline attnbench::Workspace& thread_workspace() {
   return ws;
 }
 
-inline attnbench::Options options_of(bool causal, std::optional<double> scale,
+// A window side: None, or an integer (Python's or NumPy's, not a bool) of at least `least`.
+inline std::optional<std::size_t> window_side(const py::handle& x, const std::string& field,
+                                              long long least) {
+  if (x.is_none()) return std::nullopt;
+  if (py::isinstance<py::bool_>(x) || !PyIndex_Check(x.ptr())) {
+    throw py::type_error(field + ": expected an int or None, got " +
+                         std::string(py::str(py::type::of(x).attr("__name__"))));
+  }
+  const long long w = x.cast<long long>();
+  if (w < least) {
+    bad_value(field + ": " + std::to_string(w) + " must be at least " + std::to_string(least) +
+              (least == 1 ? " (a window holds its diagonal key; None for no window)" : ""));
+  }
+  return static_cast<std::size_t>(w);
+}
+
+// The mask keywords: causal (a bool, or the alignment's name "bottom_right" / "top_left", which
+// means causal with it), window (None, W: the last W keys up to a row's diagonal key, or a pair
+// (left, right), either None) and alignment (None: bottom_right, or as causal's names).
+inline void mask_options(const py::handle& causal, const py::handle& window,
+                         const py::handle& alignment, attnbench::Options& options) {
+  auto alignment_named = [](const py::handle& x, const char* field) {
+    if (!py::isinstance<py::str>(x)) {
+      throw py::type_error(std::string(field) + ": expected " +
+                           (std::string(field) == "causal" ? "a bool or " : "None or ") +
+                           "'bottom_right' or 'top_left', got " +
+                           std::string(py::str(py::type::of(x).attr("__name__"))));
+    }
+    const std::string name = x.cast<std::string>();
+    const auto a = attnbench::alignment_from_string(name);
+    if (!a) bad_value(std::string(field) + ": '" + name + "' must be 'bottom_right' or 'top_left'");
+    return *a;
+  };
+  std::optional<attnbench::Alignment> from_causal;
+  if (py::isinstance<py::bool_>(causal)) {
+    options.causal = causal.cast<bool>();
+  } else {
+    from_causal = alignment_named(causal, "causal");
+    options.causal = true;
+  }
+  if (!alignment.is_none()) {
+    options.alignment = alignment_named(alignment, "alignment");
+    if (from_causal && *from_causal != options.alignment) {
+      bad_value("alignment: '" + std::string(to_string(options.alignment)) +
+                "' contradicts causal='" + std::string(to_string(*from_causal)) + "'");
+    }
+  } else if (from_causal) {
+    options.alignment = *from_causal;
+  }
+  if (window.is_none()) return;
+  if (py::isinstance<py::tuple>(window) || py::isinstance<py::list>(window)) {
+    const py::sequence pair = window.cast<py::sequence>();
+    if (pair.size() != 2) {
+      bad_value("window: a sequence of " + std::to_string(pair.size()) +
+                " items; expected W or (left, right)");
+    }
+    options.window_left = window_side(pair[0], "window[0] (left)", 1);
+    options.window_right = window_side(pair[1], "window[1] (right)", 0);
+  } else {
+    options.window_left = window_side(window, "window", 1);
+  }
+  if (options.causal && options.window_right) {
+    bad_value("window: a right side of " + std::to_string(*options.window_right) +
+              " with causal, which sees no key after the diagonal");
+  }
+}
+
+inline attnbench::Options options_of(const py::handle& causal, const py::handle& window,
+                                     const py::handle& alignment, std::optional<double> scale,
                                      std::optional<long long> threads) {
   attnbench::Options options;
-  options.causal = causal;
+  mask_options(causal, window, alignment, options);
   if (scale) options.scale = static_cast<float>(*scale);
   if (threads && *threads < 0) bad_value("threads: " + std::to_string(*threads) + " must be >= 0");
   options.threads = threads ? static_cast<std::size_t>(*threads) : 0;  // None: every core
@@ -242,7 +310,8 @@ inline attnbench::Shape shape_on_cache(const py::array& q, const attnbench::KvCa
 
 // attention(q, ..., cache=): in attnbench_module.cpp.
 py::object attention(const py::handle& q_arg, const py::handle& k_arg, const py::handle& v_arg,
-                     bool causal, std::optional<double> scale,
+                     const py::handle& causal, const py::handle& window,
+                     const py::handle& alignment, std::optional<double> scale,
                      const std::optional<std::string>& kernel_name,
                      std::optional<long long> threads, bool return_lse,
                      const py::handle& kv_dtype_arg, const py::handle& cache_arg);

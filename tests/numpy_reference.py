@@ -1,6 +1,7 @@
 """The float64 attention the Python tests compare with: the three steps as the attention module
 writes them in NumPy, over arrays of shape (..., n, d), K/V heads broadcast by grouped-query
-attention, the bottom-right causal mask; and its backward pass, the textbook gradients."""
+attention, the causal mask and sliding windows in both alignments; and its backward pass, the
+textbook gradients."""
 import numpy as np
 
 
@@ -13,14 +14,32 @@ def _grouped(q, k, v):
     return q, k, v
 
 
-def _weights(q, k, causal, scale):
+def seen_keys(n, m, causal=False, window=None, alignment="bottom_right"):
+    """(n, m) booleans: query row i sees key j. Row i's diagonal key is i + m - n (bottom_right)
+    or i (top_left); causal hides the keys after it, window W keeps the W keys ending at it
+    (a pair (left, right) also bounds the keys after it by right)."""
+    diagonal = np.arange(n)[:, None] + (m - n if alignment == "bottom_right" else 0)
+    j = np.arange(m)[None, :]
+    left, right = window if isinstance(window, tuple) else (window, None)
+    seen = np.ones((n, m), dtype=bool)
+    if causal:
+        seen &= j <= diagonal
+    if right is not None:
+        seen &= j <= diagonal + right
+    if left is not None:
+        seen &= j > diagonal - left
+    return seen
+
+
+def _weights(q, k, causal, scale, window=None, alignment="bottom_right"):
     """P = softmax(scale Q Kᵀ) per row, with the row max subtracted; a row that sees no key (the
-    causal mask with more queries than keys) is all zeros, as the library's zero rows are."""
+    causal mask with more queries than keys, a window past the keys) is all zeros, as the
+    library's zero rows are."""
     scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
     s = scale * q @ np.swapaxes(k, -1, -2)
-    if causal:
+    if causal or window is not None:
         n, m = s.shape[-2:]
-        s = np.where(np.arange(m)[None, :] <= np.arange(n)[:, None] + (m - n), s, -np.inf)
+        s = np.where(seen_keys(n, m, causal, window, alignment), s, -np.inf)
     top = s.max(axis=-1, keepdims=True)
     visible = np.isfinite(top)
     p = np.exp(s - np.where(visible, top, 0))
@@ -28,20 +47,21 @@ def _weights(q, k, causal, scale):
     return np.where(visible, p / np.where(visible, total, 1), 0), scale
 
 
-def attention(q, k, v, causal=False, scale=None):
+def attention(q, k, v, causal=False, scale=None, window=None, alignment="bottom_right"):
     q, k, v = _grouped(q, k, v)
-    p, _ = _weights(q, k, causal, scale)
+    p, _ = _weights(q, k, causal, scale, window, alignment)
     return p @ v
 
 
-def attention_backward(q, k, v, d_o, causal=False, scale=None):
+def attention_backward(q, k, v, d_o, causal=False, scale=None, window=None,
+                       alignment="bottom_right"):
     """(dQ, dK, dV) in float64 of the loss whose gradient with respect to O is dO:
     dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − rowsum(dP ∘ P)), dQ = scale dS K, dK = scale dSᵀ Q;
     under grouped-query attention a key/value head's dK and dV sum its query heads'."""
     kv_shape = k.shape
     q, k, v = _grouped(q, k, v)
     d_o = d_o.astype(np.float64)
-    p, scale = _weights(q, k, causal, scale)
+    p, scale = _weights(q, k, causal, scale, window, alignment)
     dv = np.swapaxes(p, -1, -2) @ d_o
     dp = d_o @ np.swapaxes(v, -1, -2)
     ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))

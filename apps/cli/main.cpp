@@ -3,10 +3,13 @@
 //                                                   backward pass, the K/V types it stores and
 //                                                   whether it runs here
 //   attnbench run --q Q.npy --k K.npy --v V.npy --out O.npy [--kernel NAME] [--threads N]
-//                 [--causal] [--scale S] [--memory-budget BYTES] [--kv-dtype f32|f16|bf16]
+//                 [--causal] [--alignment bottom_right|top_left] [--window W]
+//                 [--window-right W] [--scale S] [--memory-budget BYTES]
+//                 [--kv-dtype f32|f16|bf16]
 //   attnbench backward --q Q.npy --k K.npy --v V.npy --do dO.npy --dq dQ.npy --dk dK.npy
-//                 --dv dV.npy [--kernel NAME] [--threads N] [--causal] [--scale S]
-//                 [--memory-budget BYTES] [--kv-dtype f32]
+//                 --dv dV.npy [--kernel NAME] [--threads N] [--causal] [--alignment A]
+//                 [--window W] [--window-right W] [--scale S] [--memory-budget BYTES]
+//                 [--kv-dtype f32]
 //                                                   the kernel's forward (O, LSE), then its
 //                                                   backward
 //   attnbench demo NAME|all [--json FILE] [--quick] the attention module's experiments (apps/demo/)
@@ -18,6 +21,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -93,6 +97,8 @@ struct CallArgs {
   std::string q, k, v, kernel;
   std::size_t threads = 0;
   bool causal = false;
+  std::string alignment = "bottom_right";
+  std::optional<std::size_t> window_left, window_right;
   std::optional<float> scale;
   std::size_t memory_budget = 0;
   std::string kv_dtype = "f32";
@@ -110,7 +116,17 @@ void add_call_options(CLI::App* cmd, CallArgs& args, const char* kernel_help,
   cmd->add_option("--threads", args.threads, "worker threads; 0 = every core")
       ->default_val(0)
       ->check(CLI::Range(0, 1024));
-  cmd->add_flag("--causal", args.causal, "bottom-right causal mask");
+  cmd->add_flag("--causal", args.causal, "causal mask: no key after a row's diagonal key");
+  cmd->add_option("--alignment", args.alignment,
+                  "where row i's diagonal key sits when q_len != kv_len: bottom_right (key i + "
+                  "kv_len - q_len, FlashAttention's) or top_left (key i, PyTorch's is_causal)")
+      ->default_val("bottom_right")
+      ->check(CLI::IsMember({"bottom_right", "top_left"}));
+  cmd->add_option("--window", args.window_left,
+                  "sliding window: a row sees at most W keys, ending at its diagonal key")
+      ->check(CLI::Range(std::size_t{1}, std::numeric_limits<std::size_t>::max()));
+  cmd->add_option("--window-right", args.window_right,
+                  "local attention without --causal: the keys after the diagonal a row sees too");
   cmd->add_option("--scale", args.scale, "score scale (default 1/sqrt(d))");
   cmd->add_option("--memory-budget", args.memory_budget,
                   "largest naive score matrix in bytes (default: half of RAM; a naive backward "
@@ -184,6 +200,9 @@ Call read_call(const CallArgs& args) {
   call.shape = attnbench::shape_from_dims(call.q.shape, call.k.shape, call.v.shape,
                                           {args.q, args.k, args.v});
   call.options.causal = args.causal;
+  call.options.alignment = attnbench::alignment_from_string(args.alignment).value();  // checked
+  call.options.window_left = args.window_left;
+  call.options.window_right = args.window_right;
   call.options.scale = args.scale;
   call.options.threads = args.threads;
   call.options.memory_budget_bytes = args.memory_budget;
@@ -210,16 +229,23 @@ Milliseconds timed(F&& f) {
   return std::chrono::steady_clock::now() - start;
 }
 
-// "kernel K, threads T, shape b=... d=... [causal]": the start of both commands' report line.
+// "kernel K, threads T, shape b=... d=... [causal] [top_left] [window W] [window_right W]": the
+// start of both commands' report line.
 std::string describe(const attnbench::Kernel& kernel, std::size_t threads, const Shape& shape,
-                     bool causal) {
+                     const attnbench::Options& options) {
   char text[256];
   std::snprintf(text, sizeof text,
                 "kernel %s, threads %zu, shape b=%zu q_heads=%zu kv_heads=%zu q_len=%zu kv_len=%zu "
                 "d=%zu%s",
                 std::string(kernel.name).c_str(), threads, shape.batch, shape.q_heads,
-                shape.kv_heads, shape.q_len, shape.kv_len, shape.head_dim, causal ? " causal" : "");
-  return text;
+                shape.kv_heads, shape.q_len, shape.kv_len, shape.head_dim,
+                options.causal ? " causal" : "");
+  std::string out = text;
+  const bool aligned = options.causal || options.window_left || options.window_right;
+  if (aligned && options.alignment == attnbench::Alignment::top_left) out += " top_left";
+  if (options.window_left) out += " window " + std::to_string(*options.window_left);
+  if (options.window_right) out += " window_right " + std::to_string(*options.window_right);
+  return out;
 }
 
 struct RunArgs {
@@ -255,7 +281,7 @@ int run(const RunArgs& args) {
   attnbench::npy::write(args.out, call.q.shape, o);
 
   std::printf("%s, K/V stored as %s, compute %.3f ms, scratch %zu bytes, wrote %s\n",
-              describe(*kernel, threads, call.shape, args.call.causal).c_str(),
+              describe(*kernel, threads, call.shape, call.options).c_str(),
               std::string(attnbench::to_string(kv_type)).c_str(), elapsed.count(), ws.peak_bytes(),
               args.out.c_str());
   return 0;
@@ -333,7 +359,7 @@ int backward(const BackwardArgs& args) {
   std::printf(
       "%s, forward %.3f ms (scratch %zu bytes), backward %.3f ms (scratch %zu bytes), wrote %s, "
       "%s, %s\n",
-      describe(*kernel, threads, shape, args.call.causal).c_str(), forward_ms.count(),
+      describe(*kernel, threads, shape, call.options).c_str(), forward_ms.count(),
       forward_scratch, backward_ms.count(), ws.peak_bytes(), args.dq.c_str(), args.dk.c_str(),
       args.dv.c_str());
   return 0;

@@ -9,6 +9,9 @@ __version__: str
 
 Float32Array: TypeAlias = npt.NDArray[np.float32]
 KvDtype: TypeAlias = Literal["f32", "f16", "bf16"] | type | np.dtype[Any]
+Alignment: TypeAlias = Literal["bottom_right", "top_left"]
+Causal: TypeAlias = bool | Alignment
+Window: TypeAlias = int | tuple[int | None, int | None] | None
 """"f32", "f16" or "bf16", or a NumPy dtype or scalar type of float32, float16 or bfloat16."""
 
 class Error(ValueError):
@@ -88,11 +91,13 @@ class KvCache:
     def clear(self) -> None:
         """Forgets every token; the capacity and the storage are kept."""
     @overload
-    def attention(self, q: Float32Array, *, causal: bool = False, scale: float | None = None,
+    def attention(self, q: Float32Array, *, causal: Causal = False, window: Window = None,
+                  alignment: Alignment | None = None, scale: float | None = None,
                   kernel: str | None = None, threads: int | None = None,
                   return_lse: Literal[False] = False) -> Float32Array: ...
     @overload
-    def attention(self, q: Float32Array, *, causal: bool = False, scale: float | None = None,
+    def attention(self, q: Float32Array, *, causal: Causal = False, window: Window = None,
+                  alignment: Alignment | None = None, scale: float | None = None,
                   kernel: str | None = None, threads: int | None = None,
                   return_lse: Literal[True]) -> tuple[Float32Array, Float32Array]: ...
     def __len__(self) -> int:
@@ -127,17 +132,20 @@ class KvCache:
 
 @overload
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
-              causal: bool = False, scale: float | None = None, kernel: str | None = None,
+              causal: Causal = False, window: Window = None,
+                  alignment: Alignment | None = None, scale: float | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: Literal[False] = False,
               kv_dtype: KvDtype | None = None, cache: KvCache | None = None) -> Float32Array: ...
 @overload
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
-              causal: bool = False, scale: float | None = None, kernel: str | None = None,
+              causal: Causal = False, window: Window = None,
+                  alignment: Alignment | None = None, scale: float | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: Literal[True],
               kv_dtype: KvDtype | None = None,
               cache: KvCache | None = None) -> tuple[Float32Array, Float32Array]: ...
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
-              causal: bool = False, scale: float | None = None, kernel: str | None = None,
+              causal: Causal = False, window: Window = None,
+                  alignment: Alignment | None = None, scale: float | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: bool = False,
               kv_dtype: KvDtype | None = None,
               cache: KvCache | None = None) -> Float32Array | tuple[Float32Array, Float32Array]:
@@ -148,7 +156,10 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
         k: float32 keys of q's rank and head dim, possibly fewer heads (grouped-query attention);
             None with cache.
         v: float32 values of k's shape; None with cache.
-        causal: bottom-right causal mask.
+        causal: True (bottom-right), or "bottom_right" / "top_left": the causal mask aligned so.
+        window: None, W (a row sees at most the W keys ending at its diagonal key), or
+            (left, right) for non-causal local attention (either None: unbounded).
+        alignment: where the diagonal sits, "bottom_right" (default) or "top_left".
         scale: multiplies every score, default 1/sqrt(d).
         kernel: a name from kernels(), default the first that runs here (with cache: the cache's).
         threads: worker threads, None for every core.
@@ -165,7 +176,8 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
     """
 
 def attention_backward(q: Float32Array, k: Float32Array, v: Float32Array, o: Float32Array,
-                       lse: Float32Array, d_o: Float32Array, *, causal: bool = False,
+                       lse: Float32Array, d_o: Float32Array, *, causal: Causal = False,
+                       window: Window = None, alignment: Alignment | None = None,
                        scale: float | None = None, kernel: str | None = None,
                        threads: int | None = None) -> tuple[Float32Array, Float32Array, Float32Array]:
     """(dQ, dK, dV) of the loss whose gradient with respect to O is d_o.
@@ -174,7 +186,7 @@ def attention_backward(q: Float32Array, k: Float32Array, v: Float32Array, o: Flo
         q, k, v: as given to attention().
         o, lse: as attention(..., return_lse=True) returned them.
         d_o: gradient of the loss with respect to O, of q's shape.
-        causal, scale: as given to attention().
+        causal, window, alignment, scale: as given to attention().
         kernel: a kernel whose has_backward is true, default the first available one.
         threads: worker threads, None for every core; the result is the same for any.
 

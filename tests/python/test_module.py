@@ -38,6 +38,40 @@ class Results(unittest.TestCase):
                 self.assertEqual(o.dtype, np.float32)
                 np.testing.assert_allclose(o, reference(q, k, v, causal), atol=2e-6)
 
+    def test_windows_and_alignments_match_the_reference(self):
+        # A window that ends inside the key blocks, a local (two-sided) one, top-left causal with
+        # q_len != kv_len (rows that see no key included), every rank, grouped-query heads.
+        cases = [((37, 24), (53, 24)), ((4, 53, 24), (2, 37, 24)), ((2, 4, 9, 5), (2, 1, 70, 5))]
+        masks = [dict(causal=True, window=7), dict(causal="top_left"), dict(causal="top_left", window=3),
+                 dict(window=(5, 2)), dict(window=(None, 0), alignment="top_left"), dict(window=1000)]
+        for qs, ks in cases:
+            q, k, v = normal(*qs, seed=7), normal(*ks, seed=8), normal(*ks, seed=9)
+            for mask in masks:
+                want = reference(q, k, v, mask.get("causal", False) is not False, None, mask.get("window"),
+                                 mask.get("alignment") or (mask["causal"] if isinstance(mask.get("causal"), str)
+                                                           else "bottom_right"))
+                for kernel in ("tiled/scalar", None):
+                    o = attnbench.attention(q, k, v, kernel=kernel, threads=2, **mask)
+                    np.testing.assert_allclose(o, want, atol=2e-6, err_msg=f"{kernel} {qs} {ks} {mask}")
+
+    def test_window_arguments_are_checked(self):
+        q = normal(8, 4, seed=10)
+        self.assertRaisesRegex(ValueError, r"^window: 0 must be at least 1", attnbench.attention, q, q, q, window=0)
+        self.assertRaisesRegex(ValueError, r"^window\[1\] \(right\): -1 must be at least 0",
+                               attnbench.attention, q, q, q, window=(3, -1))
+        self.assertRaisesRegex(ValueError, r"^window: a right side of 2 with causal", attnbench.attention, q, q, q,
+                               causal=True, window=(3, 2))
+        self.assertRaisesRegex(ValueError, r"^causal: 'diagonal' must be 'bottom_right' or 'top_left'",
+                               attnbench.attention, q, q, q, causal="diagonal")
+        self.assertRaisesRegex(ValueError, r"^alignment: 'bottom_right' contradicts causal='top_left'",
+                               attnbench.attention, q, q, q, causal="top_left", alignment="bottom_right")
+        self.assertRaisesRegex(TypeError, r"^window: expected an int or None, got float", attnbench.attention,
+                               q, q, q, window=2.5)
+        self.assertRaisesRegex(ValueError, r"^window: a sequence of 3 items", attnbench.attention, q, q, q,
+                               window=(1, 2, 3))
+        np.testing.assert_array_equal(attnbench.attention(q, q, q, window=np.int64(3), threads=1),
+                                      attnbench.attention(q, q, q, window=3, threads=1))
+
     def test_scale_kernel_and_threads_are_passed_through(self):
         q, k, v = normal(20, 8, seed=4), normal(30, 8, seed=5), normal(30, 8, seed=6)
         np.testing.assert_allclose(attnbench.attention(q, k, v, scale=0.3, kernel="naive/scalar"),
@@ -254,16 +288,18 @@ class Backward(unittest.TestCase):
         self.assertIn("tiled/scalar", kernels)
         for qs, ks in cases:
             q, k, v, d_o = normal(*qs, seed=44), normal(*ks, seed=45), normal(*ks, seed=46), normal(*qs, seed=47)
-            for causal in (False, True):
-                want = reference_backward(q, k, v, d_o, causal, 0.3)
+            for causal, window, alignment in ((False, None, None), (True, None, None), (True, 6, "top_left"),
+                                              (False, (4, 3), None)):
+                mask = dict(causal=causal, window=window, alignment=alignment)
+                want = reference_backward(q, k, v, d_o, causal, 0.3, window, alignment or "bottom_right")
                 for kernel in kernels:
-                    o, lse = attnbench.attention(q, k, v, causal=causal, scale=0.3, kernel=kernel, return_lse=True)
-                    grads = attnbench.attention_backward(q, k, v, o, lse, d_o, causal=causal, scale=0.3,
-                                                         kernel=kernel, threads=2)
+                    o, lse = attnbench.attention(q, k, v, scale=0.3, kernel=kernel, return_lse=True, **mask)
+                    grads = attnbench.attention_backward(q, k, v, o, lse, d_o, scale=0.3, kernel=kernel,
+                                                         threads=2, **mask)
                     for name, got, expected in zip(("dq", "dk", "dv"), grads, want):
                         self.assertEqual((got.shape, got.dtype), (expected.shape, np.float32), name)
                         self.assertLess(relative_error(got, expected), 1e-5,
-                                        f"{kernel} {name} {qs} {ks} causal={causal}")
+                                        f"{kernel} {name} {qs} {ks} {mask}")
 
     def test_default_kernel_threads_and_read_only_inputs(self):
         q, k, v, d_o = normal(40, 16, seed=48), normal(40, 16, seed=49), normal(40, 16, seed=50), normal(40, 16, seed=51)
