@@ -2,13 +2,14 @@
 // length x head dim x threads x causal, next to the machine's measured ceilings.
 //
 //   attnbench_bench [--preset=quick|full]
-//                   [--contenders | --decode | --scaling | --phases | --constants]
+//                   [--contenders | --decode | --scaling | --phases | --constants | --context]
 //                   [google benchmark flags]
 //
 // --contenders runs the contenders' window instead (contenders_window.hpp), --decode the decode
 // window (decode_window.hpp), --scaling the thread-scaling window (scaling_window.hpp), --phases
 // the tiled kernels' phases timed alone (phases_window.hpp), --constants the cost model's machine
-// constants measured again (constants_window.hpp).
+// constants measured again (constants_window.hpp), --context sliding windows against the full
+// causal mask over long heads (context_window.hpp).
 //
 // Names read `<kernel>/n:<n>/d:<d>/threads:<t>/causal:<0|1>` (q_len = kv_len = n, one head) for
 // the forward pass; a backward point appends `/pass:backward` (attention_backward alone, on the
@@ -60,6 +61,7 @@
 #include "point_states.hpp"
 #include "progress_reporter.hpp"
 #include "run_context.hpp"
+#include "context_window.hpp"
 #include "scaling_window.hpp"
 #include "window_support.hpp"
 
@@ -441,7 +443,7 @@ extern bool FLAGS_benchmark_enable_random_interleaving;
 int main(int argc, char** argv) {
   std::string preset_name = "quick";
   bool contenders_window = false, decode_window = false, scaling_window = false;
-  bool phases_window = false, constants_window = false;
+  bool phases_window = false, constants_window = false, context_window = false;
   int repetitions = 0;
   double min_time = 0;
   std::vector<char*> args;
@@ -458,6 +460,8 @@ int main(int argc, char** argv) {
       phases_window = true;
     } else if (std::strcmp(argv[i], "--constants") == 0) {
       constants_window = true;
+    } else if (std::strcmp(argv[i], "--context") == 0) {
+      context_window = true;
     } else if (std::strncmp(argv[i], "--benchmark_repetitions=", 24) == 0) {
       // The matrix and the scaling window set their points' own count: this overrides it.
       repetitions = std::atoi(argv[i] + 24);
@@ -488,6 +492,7 @@ int main(int argc, char** argv) {
       : scaling_window   ? "scaling"
       : phases_window    ? "phases"
       : constants_window ? "constants"
+      : context_window   ? "context"
                          : "matrix",
       std::to_string(kBackwardCheckRows) + "x" + std::to_string(kBackwardCheckKeys), g_peak_flops,
       g_triad_gbs, !listing);
@@ -501,6 +506,8 @@ int main(int argc, char** argv) {
     attnbench::bench::register_phases(preset_name, g_predicted);
   } else if (constants_window) {
     attnbench::bench::register_constants(all_threads, 1, g_predicted);
+  } else if (context_window) {
+    attnbench::bench::register_context(preset_name, all_threads, g_peak_flops, g_predicted);
   } else if (decode_window) {
     attnbench::bench::register_decode(preset_name, all_threads, g_triad_gbs, g_peak_flops,
                                       g_predicted);
@@ -535,7 +542,7 @@ int main(int argc, char** argv) {
   attnbench::bench::ProgressReporter progress(g_predicted, preset_name);
   g_min_time = preset.min_time;
   const bool matrix = !contenders_window && !decode_window && !scaling_window && !phases_window &&
-                      !constants_window;
+                      !constants_window && !context_window;
   benchmark::AddCustomContext("repetitions_interleaved", interleaved ? "true" : "false");
   if (matrix && interleaved) g_per_call_progress = &progress;
   benchmark::RunSpecifiedBenchmarks(&progress);

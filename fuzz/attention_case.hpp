@@ -11,7 +11,11 @@
 //              4000 + 9 x, head_dim 1 + x % 8)
 //   byte 4     scale: x % 16 picks from kScales; 11 reads a raw float (NaN or Inf must give Error)
 //   byte 5-7   magnitude of Q, K, V: x % 16 picks from kMagnitudes (0, denormal, huge, ...)
-//   byte 8     0xA5: a naive memory budget of 4 * (next two bytes) bytes follows
+//   byte 8     0xA5: a naive memory budget of 4 * (next two bytes) bytes follows; 0x5A: a mask
+//              follows, two bytes: the first's bit 0 the top-left alignment, bits 1-2 the kind
+//              (0: window left, causal as byte 0 says; 1: local, non-causal, left and right;
+//              2: right only, non-causal; 3: the alignment alone), the second's value w the
+//              left window 1 + w % (kv_len + 8) and the right w % 16
 //   byte 9-12  seed of the values: uniform in [-2, 2) times the tensor's magnitude
 //   then       patches, each a kind byte (tensor = x % 3, special = x / 3 % 14, see kSpecials)
 //              and a 3-byte element index (mod the tensor's size); raw specials read 4 more bytes
@@ -119,7 +123,11 @@ struct AttentionCase : testing::Problem {
     std::ostringstream s;
     s << "shape b" << shape.batch << " h" << shape.q_heads << "/kv" << shape.kv_heads << " q"
       << shape.q_len << " k" << shape.kv_len << " d" << shape.head_dim
-      << (options.causal ? " causal" : "") << " scale ";
+      << (options.causal ? " causal" : "")
+      << (options.alignment == Alignment::top_left ? " top_left" : "");
+    if (options.window_left) s << " window " << *options.window_left;
+    if (options.window_right) s << " window_right " << *options.window_right;
+    s << " scale ";
     if (options.scale) {
       s << *options.scale;
     } else {
@@ -164,7 +172,26 @@ inline AttentionCase decode_attention_case(const std::uint8_t* data, std::size_t
   if (scale == 11) c.options.scale = in.raw_float();
   float magnitude[3];
   for (float& m : magnitude) m = kMagnitudes[in.u8() % 16];
-  if (in.u8() == 0xA5) c.options.memory_budget_bytes = 4 * std::size_t{in.uint(2)};
+  const std::uint8_t extra = in.u8();
+  if (extra == 0xA5) c.options.memory_budget_bytes = 4 * std::size_t{in.uint(2)};
+  if (extra == 0x5A) {
+    const std::uint8_t kind = in.u8(), w = in.u8();
+    if (kind & 1) c.options.alignment = Alignment::top_left;
+    const std::size_t left = 1 + w % (c.shape.kv_len + 8), right = w % 16;
+    switch ((kind >> 1) & 3) {
+      case 0: c.options.window_left = left; break;
+      case 1:
+        c.options.causal = false;
+        c.options.window_left = left;
+        c.options.window_right = right;
+        break;
+      case 2:
+        c.options.causal = false;
+        c.options.window_right = right;
+        break;
+      default: break;
+    }
+  }
 
   // splitmix64: the same values from every compiler and standard library.
   std::uint64_t state = in.uint(4);

@@ -29,7 +29,9 @@ MAGNITUDES = {1: 0, 0.25: 4, 4: 5, 30: 6, 1e-3: 7, 1e3: 8, 1e-12: 9, 1e12: 10, 1
 
 def attention_case(q=17, k=65, d=31, causal=False, batch=1, kv_heads=1, group=1, threads=1,
                    decoding=False, scale="default", raw_scale=None, mags=(1, 1, 1), budget=None,
-                   seed=1, patches=()):
+                   mask=None, seed=1, patches=()):
+    """mask: None, or (kind, top_left, w) as attention_case.hpp's byte 8 = 0x5A reads it: kind 0
+    a left window (causal as given), 1 local, 2 right only, 3 the alignment alone."""
     flags = (causal * 1) | ((batch == 2) << 1) | ((kv_heads == 2) << 2) | ((group - 1) << 3)
     flags |= {1: 0, 2: 2, 3: 3}[threads] << 5
     flags |= decoding << 7
@@ -43,7 +45,13 @@ def attention_case(q=17, k=65, d=31, causal=False, batch=1, kv_heads=1, group=1,
     if scale == "raw":
         out += struct.pack("<f", raw_scale)
     out += bytes(MAGNITUDES[m] for m in mags)
-    out += bytes([0xA5]) + struct.pack("<H", budget // 4) if budget is not None else b"\0"
+    if budget is not None:
+        out += bytes([0xA5]) + struct.pack("<H", budget // 4)
+    elif mask is not None:
+        kind, top_left, w = mask
+        out += bytes([0x5A, int(top_left) | kind << 1, w])
+    else:
+        out += b"\0"
     out += struct.pack("<I", seed)
     for tensor, special, index, *raw in patches:
         out += bytes([TENSORS[tensor] + 3 * SPECIALS.index(special)])
@@ -101,6 +109,18 @@ ATTENTION = {
     "max_values_sum_overflows": attention_case(q=4, k=10, d=3, seed=30,
                                                patches=[("v", "max", 0), ("v", "max", 3),
                                                         ("v", "max", 6)]),
+    "window_causal_ends_inside_blocks": attention_case(q=70, k=70, d=16, causal=True,
+                                                       mask=(0, False, 36), seed=32),
+    "window_top_left_more_queries": attention_case(q=60, k=30, d=8, causal=True, mask=(0, True, 4),
+                                                   threads=2, seed=33),
+    "window_local_gqa": attention_case(q=40, k=66, d=12, kv_heads=2, group=2, mask=(1, False, 37),
+                                       threads=3, seed=34),
+    "window_right_only_top_left": attention_case(q=20, k=55, d=5, mask=(2, True, 5), seed=35),
+    "top_left_causal": attention_case(q=50, k=20, d=7, causal=True, mask=(3, True, 0), seed=36),
+    "window_decoding_split_keys": attention_case(q=2, k=4108, d=8, decoding=True, causal=True,
+                                                 mask=(0, False, 200), threads=2, seed=37),
+    "window_nan_key_outside": attention_case(q=30, k=60, d=6, causal=True, mask=(0, False, 10),
+                                             seed=38, patches=[("k", "nan", 6), ("v", "+inf", 12)]),
     "denormal_and_negative_zero": attention_case(q=6, k=6, d=3, seed=31,
                                                  patches=[("q", "denorm_min", 1), ("k", "-zero", 2),
                                                           ("v", "-denormal", 4)]),

@@ -5,7 +5,8 @@
 # section at the report's own targets (about 20 minutes on 2 cores); full: the long curves (hours).
 # Results: Google Benchmark's JSON in DIR/results.json (default reports/runs/<date>-<host>/), so
 # two runs compare with compare.py (see README), the contenders' windows in DIR/contenders.json and
-# DIR/python_contenders.json, the decode window in DIR/decode.json, the scaling window in
+# DIR/python_contenders.json, the decode window in DIR/decode.json, the long-context window in
+# DIR/context.json, the scaling window in
 # DIR/scaling.json, the phases window in DIR/phases.json, the machine constants measured again
 # after them all in DIR/constants.json; the report is written next to them.
 set -euo pipefail
@@ -82,6 +83,16 @@ build/bin/attnbench_bench --preset="$preset" --decode \
   --benchmark_out="$out/decode.json" --benchmark_out_format=json \
   "${extra[@]}" | tee "$out/decode_console.txt"
 took decode
+# The long-context window: a sliding window against the full causal mask over long heads, its
+# repetitions interleaved at random so that the ratios between lengths and masks are fair.
+start=$(date +%s)
+build/bin/attnbench_bench --preset="$preset" --context \
+  ${filter:+--benchmark_filter="$filter"} \
+  --benchmark_enable_random_interleaving=true \
+  --benchmark_report_aggregates_only=true \
+  --benchmark_out="$out/context.json" --benchmark_out_format=json \
+  "${extra[@]}" | tee "$out/context_console.txt"
+took context
 # The scaling window: 1 thread against all in pairs of calls, the pairs' median ratio.
 start=$(date +%s)
 build/bin/attnbench_bench --preset="$preset" --scaling \

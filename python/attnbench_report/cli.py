@@ -7,7 +7,8 @@ figures inlined as SVG) and the figures fig1..fig7 as PNG and SVG, written next 
 into DIR), with fig9 and fig10 and the section "The backward pass" when the run has backward points; with the contenders' windows next to it (contenders.json, python_contenders.json), the
 section "Against the alternatives" and its figure fig8_contenders; with the decode window next to it
 (decode.json), the section "Decoding against a KV cache" and its figures fig11 and fig12; with the
-scaling window next to it (scaling.json), the section "Thread scaling in rounds"; when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
+scaling window next to it (scaling.json), the section "Thread scaling in rounds"; with the
+long-context window (context.json), the section "How long context is bought" and fig13; when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
 section too, with its figures concepts_*. Several runs: a side-by-side comparison of machines or
 commits (GFLOP/s at the points the runs share, with ratios, and figures overlaying the runs),
 written to a compare-* folder in the first run's folder (or into DIR). Run with the project's Python
@@ -26,6 +27,7 @@ from .analysis import backward as analysis_backward
 from .figures import backward_gflops as fig_backward_gflops
 from .figures import backward_ratio as fig_backward_ratio
 from .figures import concepts as fig_concepts
+from .figures import context as fig_context
 from .figures import contenders as fig_contenders
 from .figures import decode_bandwidth as fig_decode_bandwidth
 from .figures import decode_time as fig_decode_time
@@ -37,6 +39,7 @@ from .figures import roofline as fig_roofline
 from .figures import speedup as fig_speedup
 from .figures import threads as fig_threads
 from .figures import time as fig_time
+from .load import context as loader_context
 from .load import decode as loader_decode
 from .load import demos
 from .load import results as loader
@@ -73,6 +76,12 @@ def single_report(table: loader.Table, out_dir: Path) -> list:
         for module in DECODE_FIGURES:
             written = module.draw(decode, out_dir)
             figures[written.stem] = written
+    context = load_beside(loader_context.load_next_to, table.runs[0].path, "its long-context section")
+    if context and any(not p.skipped for p in context):
+        from .analysis import threads_all
+        written = fig_context.draw(context, threads_all(table), table.runs[0].context.get("cpu_model", ""),
+                                   out_dir)
+        figures[written.stem] = written
     model = cost_model.build(table)
     extra = []
     if model.predictions:  # the cost model: its figure and model.json
@@ -81,7 +90,7 @@ def single_report(table: loader.Table, out_dir: Path) -> list:
         extra.append(cost_model.write_json(model, out_dir))
     phases = load_beside(cost_model.load_phases, table.runs[0], "the measured phases") or []
     document = narrative.build(table, figures, concepts, windows, decode, load_scaling(table.runs[0].path), model,
-                               phases)
+                               phases, context)
     md = render.write_markdown(document, out_dir)
     page = render.write_html(document, out_dir)
     return [md, page] + [f for fig in figures.values() for f in (fig.png, fig.svg)] + extra

@@ -19,6 +19,7 @@ from ..narrative import backward as narrative_backward
 from ..narrative import bf16 as narrative_bf16
 from ..narrative import concepts as narrative_concepts
 from ..narrative import contenders as narrative_contenders
+from ..narrative import context as narrative_context
 from ..narrative import decode as narrative_decode
 from ..narrative import method as narrative_method
 from ..narrative import model as narrative_model
@@ -32,14 +33,15 @@ from ..load.results import Table as Points
 
 
 def build(table: Points, figures: dict, demos: dict | None = None, windows: list | None = None,
-          decode=None, scaling_window=None, model=None, phases=None) -> Document:
+          decode=None, scaling_window=None, model=None, phases=None, context=None) -> Document:
     """figures: {stem: FigureFile} as written by the fig_* modules; demos: demos.load()'s numbers
     (their figures in `figures` too) for the Concepts section, or None to leave it out; windows: the
     contenders' windows (load/windows.py) for "Against the alternatives" and the headline; decode:
     the decode window (loader_decode.load_next_to) for "Decoding against a KV cache", or None;
     scaling_window: the scaling window (scaling.load_next_to) for "Thread scaling in rounds", or None;
     model: the cost model (model.build) for "Where the time goes: a cost model", or None; phases: the
-    phases window's points (model.load_phases) for its measured breakdown."""
+    phases window's points (model.load_phases) for its measured breakdown; context: the long-context
+    window's points (load/context.py) for "How long context is bought", or None."""
     run = table.runs[0]
     ctx = run.context
     all_threads = analysis.threads_all(table)
@@ -56,7 +58,7 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
         header=narrative_method.header(table),
     )
     more = (narrative_backward.summary_item(table, all_threads), narrative_bf16.summary_item(table),
-            narrative_decode.summary_item(decode))
+            narrative_decode.summary_item(decode), narrative_context.summary_item(context))
     narrative_overview.summary(doc, matrix, table, all_threads, tuple(item for item in more if item))
     headline = narrative_contenders.headline(windows or [])
     if headline:  # the summary's headline: the lead over the strongest peer, not over our own baseline
@@ -93,6 +95,7 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
         narrative_backward.section(doc, table, figures, all_threads)
         narrative_bf16.section(doc, table, all_threads)
     narrative_decode.section(doc, decode, figures)
+    narrative_context.section(doc, context, figures, all_threads)
     narrative_method.noise(doc, table)
     narrative_method.skipped(doc, table)
     narrative_method.method(doc, table)

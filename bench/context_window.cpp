@@ -1,0 +1,134 @@
+// attnbench_bench --context: sliding windows against the full causal mask over long heads
+// (context_window.hpp says what each point reports).
+#include "context_window.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <attnbench/attnbench.hpp>
+#include "bench_inputs.hpp"
+#include "oracle_check.hpp"
+#include "window_support.hpp"
+
+namespace attnbench::bench {
+namespace {
+
+struct ContextPreset {
+  std::vector<std::size_t> lengths;  // windowed points
+  std::size_t window;
+  std::size_t full_up_to;  // full causal points at the lengths up to this
+  std::size_t head_dim;
+  int repetitions;
+};
+
+// The window: Mistral's 4096 keys, at d = 128, from n = 2w (where the window first hides half the
+// causal pairs) to 32 w; full causal as far as its calls stay a few seconds.
+ContextPreset context_preset(const std::string& name) {
+  if (name == "full") {
+    return {.lengths = {8192, 16384, 32768, 65536, 131072, 262144},
+            .window = 4096,
+            .full_up_to = 65536,
+            .head_dim = 128,
+            .repetitions = 3};
+  }
+  if (name == "standard") {
+    return {.lengths = {8192, 16384, 32768, 65536, 131072},
+            .window = 4096,
+            .full_up_to = 32768,
+            .head_dim = 128,
+            .repetitions = 3};
+  }
+  return {.lengths = {2048, 4096, 8192},
+          .window = 512,
+          .full_up_to = 4096,
+          .head_dim = 64,
+          .repetitions = 2};
+}
+
+const std::map<std::size_t, double>* g_peak = nullptr;
+
+// Rows of each point's oracle check (evenly spaced, the first and last among them).
+constexpr std::size_t kCheckRows = 6;
+
+void run_context(benchmark::State& state, const Kernel* kernel, std::size_t n, std::size_t d,
+                 std::size_t window, std::size_t threads) {
+  try {
+    const Shape shape{1, 1, 1, n, n, d};
+    const std::vector<float>& q = random_tensor(shape.q_elements(), 40);
+    const std::vector<float>& k = random_tensor(shape.kv_elements(), 41);
+    const std::vector<float>& v = random_tensor(shape.kv_elements(), 42);
+    std::vector<float> o(shape.q_elements());
+    const Tensors t{.q = q.data(), .k = k.data(), .v = v.data(), .o = o.data()};
+    Options options;
+    options.causal = true;
+    options.threads = threads;
+    if (window > 0) options.window_left = window;
+    Workspace ws;
+    attention(*kernel, shape, options, t, ws);  // warm-up, and the output the check reads
+    const OracleCheck check = check_against_oracle(shape, options, t, kCheckRows);
+    if (!check.passed) return skip_all(state, "failed: oracle check: " + check.failure);
+    using clock = std::chrono::steady_clock;
+    for (auto _ : state) {
+      const auto a = clock::now();
+      attention(*kernel, shape, options, t, ws);
+      benchmark::DoNotOptimize(o.data());
+      state.SetIterationTime(std::chrono::duration<double>(clock::now() - a).count());
+    }
+    const double pairs = scored_pairs(shape, options);
+    const double flops = 4.0 * pairs * double(d);
+    // (a rate inverted: seconds over n * 1e-6, microseconds a row)
+    state.counters["us_per_row"] = benchmark::Counter(
+        double(n) * 1e-6, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.counters["GFLOP/s"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsRate);
+    state.counters["pct_peak"] =
+        benchmark::Counter(100.0 * flops / g_peak->at(threads), benchmark::Counter::kIsRate);
+    state.counters["pairs"] = pairs;
+    state.counters["scratch_bytes"] = double(ws.peak_bytes());
+    state.counters["kv_bytes"] = 2.0 * double(shape.kv_elements()) * sizeof(float);
+    state.counters["window"] = double(window);
+  } catch (const std::exception& e) {
+    skip_all(state, std::string("failed: ") + e.what());
+  }
+}
+
+}  // namespace
+
+void register_context(const std::string& preset_name, std::size_t all_threads,
+                      const std::map<std::size_t, double>& peak_flops,
+                      std::map<std::string, double>& predicted) {
+  g_peak = &peak_flops;
+  const ContextPreset preset = context_preset(preset_name);
+  const Kernel* kernel = &resolve(*find_kernel("tiled/simd"));
+  std::vector<std::size_t> thread_counts{1};
+  if (all_threads > 1) thread_counts.push_back(all_threads);
+  for (std::size_t threads : thread_counts) {
+    for (std::size_t n : preset.lengths) {
+      for (std::size_t window : {preset.window, std::size_t{0}}) {
+        if (window == 0 && n > preset.full_up_to) continue;
+        const std::string name = "context/" + std::string(kernel->name) + "/n:" +
+                                 std::to_string(n) + "/d:" + std::to_string(preset.head_dim) +
+                                 "/w:" + (window ? std::to_string(window) : "full") +
+                                 "/threads:" + std::to_string(threads);
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), run_context, kernel, n,
+                                               preset.head_dim, window, threads);
+        b->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+        b->Repetitions(preset.repetitions)->ReportAggregatesOnly(true);
+        b->ComputeStatistics("min", fastest);
+        // The calls at 70% of the peak, plus the warm-up and the oracle check's rows.
+        Options options;
+        options.causal = true;
+        if (window) options.window_left = window;
+        const double flops =
+            4.0 * scored_pairs(Shape{1, 1, 1, n, n, preset.head_dim}, options) *
+            double(preset.head_dim);
+        predicted[name] = flops / (0.7 * peak_flops.at(threads)) * (preset.repetitions + 1);
+      }
+    }
+  }
+}
+
+}  // namespace attnbench::bench
