@@ -125,7 +125,10 @@ void register_context(const std::string& preset_name, std::size_t all_threads,
         const double flops =
             4.0 * scored_pairs(Shape{1, 1, 1, n, n, preset.head_dim}, options) *
             double(preset.head_dim);
-        predicted[name] = flops / (0.7 * peak_flops.at(threads)) * (preset.repetitions + 1);
+        // (a listing measures no peak: then 50 GFLOP/s a thread)
+        const auto peak = peak_flops.find(threads);
+        const double rate = peak != peak_flops.end() ? 0.7 * peak->second : 50e9 * double(threads);
+        predicted[name] = flops / rate * (preset.repetitions + 1);
       }
     }
   }

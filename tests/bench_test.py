@@ -45,7 +45,7 @@ for preset, readings in (("quick", 1), ("full", 3)):
 # The standard preset (scripts/study.sh --preset standard): its listing measures nothing, comes back in
 # seconds, and holds the points the report's targets are read at, in every window.
 standard = {}
-for window in ("", "--contenders", "--decode", "--scaling", "--phases"):
+for window in ("", "--contenders", "--decode", "--scaling", "--phases", "--context"):
     start = time.monotonic()
     listed = subprocess.run([BINARY, "--preset=standard", *([window] if window else []), "--benchmark_list_tests=true"],
                             capture_output=True, text=True, timeout=120)
@@ -82,6 +82,11 @@ for n in (1024, 4096):
           not any("/threads:2/" in name for name in names), str(standard["--scaling"]))
     check(f"standard phases at n = {n}", any(f"/n:{n}/d:128/" in name for name in standard["--phases"]),
           str(standard["--phases"]))
+for n in (8192, 131072):  # the long-context window's flatness target, from n = 8192 to 131072 at w = 4096
+    check(f"standard context at n = {n}, w = 4096", any(f"/n:{n}/d:128/w:4096/threads:1" in name
+                                                        for name in standard["--context"]), "missing")
+check("standard context: full causal beside it", any("/n:8192/d:128/w:full/" in name
+                                                     for name in standard["--context"]), "missing")
 check("the quick preset is smaller", len(names) < len(matrix_names), f"{len(names)} against {len(matrix_names)}")
 unknown = subprocess.run([BINARY, "--preset=medium", "--benchmark_list_tests=true"], capture_output=True, text=True,
                          timeout=60)
@@ -267,6 +272,19 @@ for b in medians:
     flops = 4.0 * 1024 * 1024 * 64
     check("GFLOP/s from the call times", all(abs(b[g] * b[t] * 1e6 / flops - 1) < 0.1
                                              for g, t in (("gflops_1", "ms_1"), ("gflops_T", "ms_T"))), str(b))
+
+# The long-context window (--context): a sliding window and the full causal mask, on the quick preset's
+# shortest head.
+data, medians = run_window("context", "/n:2048/")
+check("context: the window and full causal, 1 thread at least", len(medians) >= 2 and
+      {b["run_name"].split("/w:")[1].split("/")[0] for b in medians} == {"512", "full"}, str([b["name"] for b in medians]))
+for b in medians:
+    window = 0 if "/w:full/" in b["run_name"] else 512
+    pairs = 2048 * 512 - 512 * 511 / 2 if window else 2048 * 2049 / 2
+    check("context pairs: what the mask leaves", b["pairs"] == pairs and b["window"] == window, str(b))
+    check("context GFLOP/s and time per row from the call time",
+          abs(b["GFLOP/s"] * b["real_time"] * 1e6 / (4 * 64 * pairs) - 1) < 0.02
+          and abs(b["us_per_row"] * 2048 / (b["real_time"] * 1e3) - 1) < 0.02, str(b))
 
 # The decode window's types points: f32, f16 and bf16 called by turns on the llama layout's decode,
 # and on the prefill (one run of the window for both).
