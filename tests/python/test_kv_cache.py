@@ -121,16 +121,18 @@ class Cache(unittest.TestCase):
                 for qs, ks in CASES:
                     cache, k, v = self.filled(ks, dtype, kernel, appends=(ks[-2] - 3,), seed=21)
                     q = normal(*qs, seed=22)
-                    for causal in (False, True):
-                        plain = attnbench.attention(q, k, v, causal=causal, kernel=kernel, kv_dtype=dtype,
-                                                    return_lse=True)
-                        for got in (attnbench.attention(q, cache=cache, causal=causal, return_lse=True),
-                                    cache.attention(q, causal=causal, return_lse=True),
-                                    attnbench.attention(q, cache=cache, causal=causal, kv_dtype=dtype,
-                                                        kernel=kernel, threads=1, return_lse=True)):
+                    # and windows: a decode step reads only the keys its window reaches
+                    for mask in (dict(causal=False), dict(causal=True), dict(causal=True, window=5),
+                                 dict(window=(7, 2), alignment="top_left")):
+                        plain = attnbench.attention(q, k, v, kernel=kernel, kv_dtype=dtype, return_lse=True,
+                                                    **mask)
+                        for got in (attnbench.attention(q, cache=cache, return_lse=True, **mask),
+                                    cache.attention(q, return_lse=True, **mask),
+                                    attnbench.attention(q, cache=cache, kv_dtype=dtype, kernel=kernel, threads=1,
+                                                        return_lse=True, **mask)):
                             for a, b in zip(plain, got):
                                 self.assertTrue(np.array_equal(bits(a), bits(b)),
-                                                f"{kernel} {dtype} {qs} {ks} causal={causal}")
+                                                f"{kernel} {dtype} {qs} {ks} {mask}")
 
     def test_decoding_one_token_at_a_time_equals_the_plain_call_at_every_length(self):
         for dtype in DTYPES:
