@@ -30,6 +30,7 @@ class PackedHead {
               .kv_len = kv_len,
               .head_dim = d,
               .scale = 1.0f / std::sqrt(float(d)),
+              .softcap = 0.0f,
               .mask = KeyMask(q_len, kv_len, Options{}),
               .kv_packed = packed_.get(),
               .kv_capacity = kv_len,

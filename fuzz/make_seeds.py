@@ -30,8 +30,9 @@ MAGNITUDES = {1: 0, 0.25: 4, 4: 5, 30: 6, 1e-3: 7, 1e3: 8, 1e-12: 9, 1e12: 10, 1
 def attention_case(q=17, k=65, d=31, causal=False, batch=1, kv_heads=1, group=1, threads=1,
                    decoding=False, scale="default", raw_scale=None, mags=(1, 1, 1), budget=None,
                    mask=None, seed=1, patches=()):
-    """mask: None, or (kind, top_left, w) as attention_case.hpp's byte 8 = 0x5A reads it: kind 0
-    a left window (causal as given), 1 local, 2 right only, 3 the alignment alone."""
+    """mask: None, or (kind, top_left, w[, cap]) as attention_case.hpp's byte 8 = 0x5A reads it: kind
+    0 a left window (causal as given), 1 local, 2 right only, 3 the alignment alone; cap 0-3 a
+    soft-cap of none, 2, 30 or 50."""
     flags = (causal * 1) | ((batch == 2) << 1) | ((kv_heads == 2) << 2) | ((group - 1) << 3)
     flags |= {1: 0, 2: 2, 3: 3}[threads] << 5
     flags |= decoding << 7
@@ -48,8 +49,8 @@ def attention_case(q=17, k=65, d=31, causal=False, batch=1, kv_heads=1, group=1,
     if budget is not None:
         out += bytes([0xA5]) + struct.pack("<H", budget // 4)
     elif mask is not None:
-        kind, top_left, w = mask
-        out += bytes([0x5A, int(top_left) | kind << 1, w])
+        kind, top_left, w, *cap = mask
+        out += bytes([0x5A, int(top_left) | kind << 1 | (cap[0] if cap else 0) << 3, w])
     else:
         out += b"\0"
     out += struct.pack("<I", seed)
@@ -121,6 +122,12 @@ ATTENTION = {
                                                  mask=(0, False, 200), threads=2, seed=37),
     "window_nan_key_outside": attention_case(q=30, k=60, d=6, causal=True, mask=(0, False, 10),
                                              seed=38, patches=[("k", "nan", 6), ("v", "+inf", 12)]),
+    "softcap_2_outliers": attention_case(q=20, k=70, d=8, causal=True, mask=(3, False, 0, 1), seed=39,
+                                         patches=[("k", "outlier", i * 8 * 9) for i in range(7)]),
+    "softcap_50_window_top_left": attention_case(q=40, k=30, d=16, causal=True, mask=(0, True, 9, 3),
+                                                 threads=2, seed=40),
+    "softcap_30_inf_score": attention_case(q=10, k=20, d=4, mask=(3, False, 0, 2), seed=41,
+                                           patches=[("q", "+inf", 9), ("v", "nan", 5)]),
     "denormal_and_negative_zero": attention_case(q=6, k=6, d=3, seed=31,
                                                  patches=[("q", "denorm_min", 1), ("k", "-zero", 2),
                                                           ("v", "-denormal", 4)]),

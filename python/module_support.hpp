@@ -193,10 +193,12 @@ inline void mask_options(const py::handle& causal, const py::handle& window,
 
 inline attnbench::Options options_of(const py::handle& causal, const py::handle& window,
                                      const py::handle& alignment, std::optional<double> scale,
+                                     std::optional<double> softcap,
                                      std::optional<long long> threads) {
   attnbench::Options options;
   mask_options(causal, window, alignment, options);
   if (scale) options.scale = static_cast<float>(*scale);
+  if (softcap) options.softcap = static_cast<float>(*softcap);
   if (threads && *threads < 0) bad_value("threads: " + std::to_string(*threads) + " must be >= 0");
   options.threads = threads ? static_cast<std::size_t>(*threads) : 0;  // None: every core
   return options;
@@ -312,7 +314,7 @@ inline attnbench::Shape shape_on_cache(const py::array& q, const attnbench::KvCa
 py::object attention(const py::handle& q_arg, const py::handle& k_arg, const py::handle& v_arg,
                      const py::handle& causal, const py::handle& window,
                      const py::handle& alignment, std::optional<double> scale,
-                     const std::optional<std::string>& kernel_name,
+                     std::optional<double> softcap, const std::optional<std::string>& kernel_name,
                      std::optional<long long> threads, bool return_lse,
                      const py::handle& kv_dtype_arg, const py::handle& cache_arg);
 // The class KvCache: in kv_cache_binding.cpp.

@@ -81,6 +81,9 @@ void validate(const Shape& shape, const Options& options) {
   if (options.scale && !std::isfinite(*options.scale)) {
     throw Error("options.scale", std::to_string(*options.scale), "must be finite");
   }
+  if (options.softcap && !(std::isfinite(*options.softcap) && *options.softcap > 0.0f)) {
+    throw Error("options.softcap", std::to_string(*options.softcap), "must be finite and above 0");
+  }
   if (options.alignment != Alignment::bottom_right && options.alignment != Alignment::top_left) {
     throw Error("options.alignment", std::to_string(int(options.alignment)),
                 "must be bottom_right or top_left");
@@ -195,9 +198,9 @@ using kernels::RowRange;
 // The (batch, query head) slice of the problem with the key/value head it reads (its packed copy
 // `packed` when the kernel packs), or with fold > 1 the `fold` query heads from `q_head` on,
 // which share that key/value head, as one problem of fold x q_len rows.
-HeadProblem head_problem(const Shape& shape, float scale, const KeyMask& mask, const Tensors& t,
-                         const void* packed, std::size_t capacity, std::size_t batch,
-                         std::size_t q_head, std::size_t fold = 1) {
+HeadProblem head_problem(const Shape& shape, float scale, float softcap, const KeyMask& mask,
+                         const Tensors& t, const void* packed, std::size_t capacity,
+                         std::size_t batch, std::size_t q_head, std::size_t fold = 1) {
   const HeadOffsets at = head_offsets(shape, batch, q_head);
   const bool in_place = t.kv_cache == nullptr;
   return HeadProblem{.q = t.q + at.q,
@@ -208,6 +211,7 @@ HeadProblem head_problem(const Shape& shape, float scale, const KeyMask& mask, c
                      .kv_len = shape.kv_len,
                      .head_dim = shape.head_dim,
                      .scale = scale,
+                     .softcap = softcap,
                      .mask = mask,
                      .kv_packed = packed,
                      .kv_capacity = capacity,
@@ -299,7 +303,7 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   const std::size_t per_batch = shape.q_heads / plan.group;
   auto problem = [&](std::size_t p, std::size_t slot = 0) {
     const std::size_t b = p / per_batch, h = p % per_batch * plan.group;
-    return head_problem(shape, scale, mask, tensors,
+    return head_problem(shape, scale, options.softcap.value_or(0.0f), mask, tensors,
                         packed_head(head_offsets(shape, b, h).kv_head, slot), capacity, b, h,
                         plan.group);
   };

@@ -57,12 +57,13 @@ inline Problem random_problem(const Shape& shape, bool causal, std::uint32_t see
   return p;
 }
 
-// A test case's mask options (Options' causal, alignment and window), and its name in test names:
-// "_causal", "_topleft", "_wl37", "_wr5".
+// A test case's mask options (Options' causal, alignment and window) and soft-cap, and its name in
+// test names: "_causal", "_topleft", "_wl37", "_wr5", "_cap5".
 struct Masking {
   bool causal = false;
   Alignment alignment = Alignment::bottom_right;
   std::optional<std::size_t> left, right;
+  std::optional<float> softcap;
 
   Masking(bool causal_mask = false) : causal(causal_mask) {}  // NOLINT: plain causal or not
   Masking(bool causal_mask, Alignment a, std::optional<std::size_t> window_left,
@@ -74,12 +75,19 @@ struct Masking {
     o.alignment = alignment;
     o.window_left = left;
     o.window_right = right;
+    o.softcap = softcap;
+  }
+  Masking capped(float cap) const {
+    Masking m = *this;
+    m.softcap = cap;
+    return m;
   }
   std::string name() const {
     std::string n = causal ? "_causal" : "";
     if (alignment == Alignment::top_left) n += "_topleft";
     if (left) n += "_wl" + std::to_string(*left);
     if (right) n += "_wr" + std::to_string(*right);
+    if (softcap) n += "_cap" + std::to_string(int(*softcap));
     return n;
   }
 };
@@ -120,7 +128,14 @@ inline std::vector<MaskCase> window_cases(bool decoding) {
     cases.push_back({{1, 1, 1, 17, 1000, 64}, {true, a, 100}, true});
     cases.push_back({{1, 1, 1, 200, 200, 64}, {false, a, 30, 30}, true});
     cases.push_back({{1, 1, 1, 150, 400, 128}, {true, a, 130}});
+    // soft-capping (Gemma 2's 50 and 30; 5 and 2 where ordinary scores reach the cap), with and
+    // without windows, outliers past the cap
+    cases.push_back({{1, 1, 1, 17, 1000, 64}, Masking(true, a, std::nullopt).capped(5), true});
+    cases.push_back({{1, 1, 1, 200, 200, 64}, Masking(false, a, std::nullopt).capped(30), true});
+    cases.push_back({{1, 1, 1, 65, 127, 31}, Masking(true, a, 37).capped(2)});
+    cases.push_back({{2, 6, 2, 17, 65, 8}, Masking(false, a, 20, 5).capped(50)});
     if (decoding) {
+      cases.push_back({{1, 1, 1, 1, 5000, 64}, Masking(true, a, std::nullopt).capped(5), true});
       cases.push_back({{1, 1, 1, 1, 5000, 64}, {true, a, 300}});
       cases.push_back({{1, 1, 1, 3, 4097, 33}, {true, a, 1000}});
       cases.push_back({{2, 4, 2, 7, 6000, 16}, {false, a, 500, 0}});

@@ -24,14 +24,16 @@ void check_pointers(std::initializer_list<const void*> pointers, const char* fun
 // summing them unrounded, as a bf16-products kernel weighs V.
 template <class Real>
 bool row_weights(const float* q, const float* k, std::size_t d, std::size_t visible, Real scale,
-                 std::vector<Real>& p, Real& lse, Real* sigma = nullptr,
-                 bool bf16_weights = false) {
+                 std::vector<Real>& p, Real& lse, Real* sigma = nullptr, bool bf16_weights = false,
+                 Real softcap = 0) {
   constexpr Real kMinusInf = -std::numeric_limits<Real>::infinity();
-  // Step 1, score: s_j = scale * q . k_j for every visible key j.
+  // Step 1, score: s_j = scale * q . k_j for every visible key j (soft-capped: softcap *
+  // tanh(s_j / softcap)).
   for (std::size_t j = 0; j < visible; ++j) {
     Real dot = 0;
     for (std::size_t c = 0; c < d; ++c) dot += Real(q[c]) * Real(k[j * d + c]);
     p[j] = scale * dot;
+    if (softcap > 0) p[j] = softcap * std::tanh(p[j] / softcap);
   }
   // sigma = |scale| max_j sum_c |q_c k_jc|, skipping NaN as std::fmax does.
   if (sigma != nullptr) {
@@ -74,6 +76,7 @@ void forward_rows(const Shape& shape, const Options& options, const float* q, co
   validate(shape, options);
   check_pointers({q, k, v, o}, "reference_attention");
   const Real scale = effective_scale(shape, options);
+  const Real softcap = Real(options.softcap.value_or(0.0f));
   const std::size_t d = shape.head_dim;
   std::vector<Real> p(shape.kv_len);
 
@@ -92,7 +95,7 @@ void forward_rows(const Shape& shape, const Options& options, const float* q, co
         const std::size_t row = at.q / d + i;
         const bool weighs =
             row_weights(q + at.q + i * d, k + kv0, d, visible, scale, p, row_lse,
-                        row_sigma != nullptr ? row_sigma + row : nullptr, bf16_weights);
+                        row_sigma != nullptr ? row_sigma + row : nullptr, bf16_weights, softcap);
         if (lse != nullptr) lse[row] = row_lse;
         if (row_vmax != nullptr) {
           Real vmax = 0;
@@ -146,6 +149,7 @@ void backward_sums(const Shape& shape, const Options& options, const float* q, c
   validate(shape, options);
   check_pointers({q, k, v, d_o, dq, dk, dv}, "reference_attention_backward");
   const Real scale = effective_scale(shape, options);
+  const Real softcap = Real(options.softcap.value_or(0.0f));
   const Real term_scale = kAbs ? std::fabs(scale) : scale;
   auto term = [](float x) { return kAbs ? Real(std::fabs(x)) : Real(x); };
   const std::size_t d = shape.head_dim;
@@ -162,7 +166,9 @@ void backward_sums(const Shape& shape, const Options& options, const float* q, c
         const KeySpan keys = visible_keys(shape, options, i);
         const std::size_t visible = keys.size(), kv0 = at.kv + keys.begin * d;
         Real lse;
-        if (!row_weights(qi, k + kv0, d, visible, scale, p, lse)) continue;  // zero row
+        if (!row_weights<Real>(qi, k + kv0, d, visible, scale, p, lse, nullptr, false, softcap)) {
+          continue;  // zero row
+        }
 
         // dp_j = dO_i . v_j, D = sum_j p_j dp_j (= dO_i . o_i).
         Real delta = 0;
@@ -178,7 +184,16 @@ void backward_sums(const Shape& shape, const Options& options, const float* q, c
         for (std::size_t j = 0; j < visible; ++j) {
           // Only a weight at or above the cut is left out: a NaN weight stays NaN.
           const Real pj = kAbs && p[j] >= weights_below ? Real(0) : p[j];
-          const Real ds = pj * (kAbs ? dp[j] + delta : dp[j] - delta);
+          // soft-capped: the cap's derivative 1 - tanh(s / cap)^2 (in [0, 1]) at the scaled score
+          Real slope = 1;
+          if (softcap > 0) {
+            Real dot = 0;
+            for (std::size_t c = 0; c < d; ++c) dot += Real(qi[c]) * Real(k[kv0 + j * d + c]);
+            // 4 e / (1 + e)^2 with e = exp(-2 |x|): 1 - tanh(x)^2 without cancelling near t = 1
+            const Real e = std::exp(-2 * std::fabs(scale * dot / softcap));
+            slope = 4 * e / ((1 + e) * (1 + e));
+          }
+          const Real ds = pj * (kAbs ? dp[j] + delta : dp[j] - delta) * slope;
           const std::size_t kj = kv0 + j * d;
           for (std::size_t c = 0; c < d; ++c) {
             dqi[c] += term_scale * ds * term(k[kj + c]);

@@ -124,16 +124,18 @@ with tempfile.TemporaryDirectory() as tmp:
         "4d": ((2, 3, 9, 5), (2, 3, 12, 5)),
     }
     # mask flags and the reference's arguments: none, causal, a top-left causal window, local
-    masks = [([], (False, None, "bottom_right")), (["--causal"], (True, None, "bottom_right")),
-             (["--causal", "--alignment", "top_left", "--window", "5"], (True, 5, "top_left")),
-             (["--window", "6", "--window-right", "2"], (False, (6, 2), "bottom_right"))]
+    # and a soft-cap: (causal, window, alignment, softcap)
+    masks = [([], (False, None, "bottom_right", None)), (["--causal"], (True, None, "bottom_right", None)),
+             (["--causal", "--alignment", "top_left", "--window", "5"], (True, 5, "top_left", None)),
+             (["--window", "6", "--window-right", "2"], (False, (6, 2), "bottom_right", None)),
+             (["--causal", "--softcap", "0.5"], (True, None, "bottom_right", 0.5))]
     for label, (q_shape, kv_shape) in shapes.items():
         q = rng.standard_normal(q_shape, dtype=np.float32)
         k = rng.standard_normal(kv_shape, dtype=np.float32)
         v = rng.standard_normal(kv_shape, dtype=np.float32)
         qp, kp, vp = save("q.npy", q), save("k.npy", k), save("v.npy", v)
         for kernel in kernels:
-            for flags, (causal, window, alignment) in masks:
+            for flags, (causal, window, alignment, softcap) in masks:
                 out = path("o.npy")
                 args = ["run", "--q", qp, "--k", kp, "--v", vp, "--out", out, "--kernel", kernel,
                         "--threads", "2", "--scale", "0.3"] + flags
@@ -146,10 +148,10 @@ with tempfile.TemporaryDirectory() as tmp:
                 check(name + " shape", o.shape == q.shape and o.dtype == np.float32, str(o.shape))
                 if "-bf16" in kernel:  # bf16 products: on the rounded inputs, weights rounded too
                     err = np.abs(o - reference(*(stored(x, "bf16") for x in (q, k, v)), causal, 0.3, window,
-                                               alignment)).max()
+                                               alignment, softcap)).max()
                     check(name + " matches numpy", err < 2 ** -8 * np.abs(v).max(), f"max error {err}")
                 else:
-                    err = np.abs(o - reference(q, k, v, causal, 0.3, window, alignment)).max()
+                    err = np.abs(o - reference(q, k, v, causal, 0.3, window, alignment, softcap)).max()
                     check(name + " matches numpy", err < 1e-4, f"max error {err}")
                 check(name + " reports", kernel in r.stdout and "scratch" in r.stdout
                       and " ms" in r.stdout, r.stdout)
@@ -169,7 +171,7 @@ with tempfile.TemporaryDirectory() as tmp:
         d_o = rng.standard_normal(q_shape, dtype=np.float32)
         qp, kp, vp, dop = save("q.npy", q), save("k.npy", k), save("v.npy", v), save("do.npy", d_o)
         for kernel in backward_kernels:
-            for flags, (causal, window, alignment) in masks:
+            for flags, (causal, window, alignment, softcap) in masks:
                 grads = [path(f"d{x}.npy") for x in "qkv"]
                 args = ["backward", "--q", qp, "--k", kp, "--v", vp, "--do", dop, "--dq", grads[0],
                         "--dk", grads[1], "--dv", grads[2], "--kernel", kernel, "--threads", "2",
@@ -179,7 +181,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 check(name, r.returncode == 0, r.stderr)
                 if r.returncode != 0:
                     continue
-                want = reference_backward(q, k, v, d_o, causal, 0.3, window, alignment)
+                want = reference_backward(q, k, v, d_o, causal, 0.3, window, alignment, softcap)
                 for grad, expected, shape in zip(grads, want, (q.shape, k.shape, v.shape)):
                     got = np.load(grad)
                     what = f"{name} {os.path.basename(grad)}"

@@ -31,12 +31,14 @@ def seen_keys(n, m, causal=False, window=None, alignment="bottom_right"):
     return seen
 
 
-def _weights(q, k, causal, scale, window=None, alignment="bottom_right"):
+def _weights(q, k, causal, scale, window=None, alignment="bottom_right", softcap=None):
     """P = softmax(scale Q Kᵀ) per row, with the row max subtracted; a row that sees no key (the
     causal mask with more queries than keys, a window past the keys) is all zeros, as the
     library's zero rows are."""
     scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
     s = scale * q @ np.swapaxes(k, -1, -2)
+    if softcap is not None:  # logit soft-capping: s -> softcap tanh(s / softcap)
+        s = softcap * np.tanh(s / softcap)
     if causal or window is not None:
         n, m = s.shape[-2:]
         s = np.where(seen_keys(n, m, causal, window, alignment), s, -np.inf)
@@ -47,24 +49,26 @@ def _weights(q, k, causal, scale, window=None, alignment="bottom_right"):
     return np.where(visible, p / np.where(visible, total, 1), 0), scale
 
 
-def attention(q, k, v, causal=False, scale=None, window=None, alignment="bottom_right"):
+def attention(q, k, v, causal=False, scale=None, window=None, alignment="bottom_right", softcap=None):
     q, k, v = _grouped(q, k, v)
-    p, _ = _weights(q, k, causal, scale, window, alignment)
+    p, _ = _weights(q, k, causal, scale, window, alignment, softcap)
     return p @ v
 
 
 def attention_backward(q, k, v, d_o, causal=False, scale=None, window=None,
-                       alignment="bottom_right"):
+                       alignment="bottom_right", softcap=None):
     """(dQ, dK, dV) in float64 of the loss whose gradient with respect to O is dO:
     dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − rowsum(dP ∘ P)), dQ = scale dS K, dK = scale dSᵀ Q;
     under grouped-query attention a key/value head's dK and dV sum its query heads'."""
     kv_shape = k.shape
     q, k, v = _grouped(q, k, v)
     d_o = d_o.astype(np.float64)
-    p, scale = _weights(q, k, causal, scale, window, alignment)
+    p, scale = _weights(q, k, causal, scale, window, alignment, softcap)
     dv = np.swapaxes(p, -1, -2) @ d_o
     dp = d_o @ np.swapaxes(v, -1, -2)
     ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+    if softcap is not None:  # the cap's derivative at the scaled score: 1 - tanh(s / softcap)^2
+        ds = ds * (1 - np.tanh(scale * q @ np.swapaxes(k, -1, -2) / softcap) ** 2)
     dq = scale * ds @ k
     dk = scale * np.swapaxes(ds, -1, -2) @ q
     if dk.shape != kv_shape:  # sum each group of query heads into its key/value head

@@ -4,11 +4,11 @@
 //                                                   whether it runs here
 //   attnbench run --q Q.npy --k K.npy --v V.npy --out O.npy [--kernel NAME] [--threads N]
 //                 [--causal] [--alignment bottom_right|top_left] [--window W]
-//                 [--window-right W] [--scale S] [--memory-budget BYTES]
+//                 [--window-right W] [--scale S] [--softcap C] [--memory-budget BYTES]
 //                 [--kv-dtype f32|f16|bf16]
 //   attnbench backward --q Q.npy --k K.npy --v V.npy --do dO.npy --dq dQ.npy --dk dK.npy
 //                 --dv dV.npy [--kernel NAME] [--threads N] [--causal] [--alignment A]
-//                 [--window W] [--window-right W] [--scale S] [--memory-budget BYTES]
+//                 [--window W] [--window-right W] [--scale S] [--softcap C] [--memory-budget BYTES]
 //                 [--kv-dtype f32]
 //                                                   the kernel's forward (O, LSE), then its
 //                                                   backward
@@ -21,11 +21,11 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -99,7 +99,7 @@ struct CallArgs {
   bool causal = false;
   std::string alignment = "bottom_right";
   std::optional<std::size_t> window_left, window_right;
-  std::optional<float> scale;
+  std::optional<float> scale, softcap;
   std::size_t memory_budget = 0;
   std::string kv_dtype = "f32";
 };
@@ -128,6 +128,8 @@ void add_call_options(CLI::App* cmd, CallArgs& args, const char* kernel_help,
   cmd->add_option("--window-right", args.window_right,
                   "local attention without --causal: the keys after the diagonal a row sees too");
   cmd->add_option("--scale", args.scale, "score scale (default 1/sqrt(d))");
+  cmd->add_option("--softcap", args.softcap,
+                  "logit soft-capping: every scaled score s becomes C tanh(s / C) (Gemma 2)");
   cmd->add_option("--memory-budget", args.memory_budget,
                   "largest naive score matrix in bytes (default: half of RAM; a naive backward "
                   "holds two, P and dS)");
@@ -204,6 +206,7 @@ Call read_call(const CallArgs& args) {
   call.options.window_left = args.window_left;
   call.options.window_right = args.window_right;
   call.options.scale = args.scale;
+  call.options.softcap = args.softcap;
   call.options.threads = args.threads;
   call.options.memory_budget_bytes = args.memory_budget;
   call.options.kv_type = kv_type_of(args);
@@ -245,6 +248,11 @@ std::string describe(const attnbench::Kernel& kernel, std::size_t threads, const
   if (aligned && options.alignment == attnbench::Alignment::top_left) out += " top_left";
   if (options.window_left) out += " window " + std::to_string(*options.window_left);
   if (options.window_right) out += " window_right " + std::to_string(*options.window_right);
+  if (options.softcap) {
+    char cap[32];
+    std::snprintf(cap, sizeof cap, " softcap %g", double(*options.softcap));
+    out += cap;
+  }
   return out;
 }
 
@@ -359,9 +367,8 @@ int backward(const BackwardArgs& args) {
   std::printf(
       "%s, forward %.3f ms (scratch %zu bytes), backward %.3f ms (scratch %zu bytes), wrote %s, "
       "%s, %s\n",
-      describe(*kernel, threads, shape, call.options).c_str(), forward_ms.count(),
-      forward_scratch, backward_ms.count(), ws.peak_bytes(), args.dq.c_str(), args.dk.c_str(),
-      args.dv.c_str());
+      describe(*kernel, threads, shape, call.options).c_str(), forward_ms.count(), forward_scratch,
+      backward_ms.count(), ws.peak_bytes(), args.dq.c_str(), args.dk.c_str(), args.dv.c_str());
   return 0;
 }
 

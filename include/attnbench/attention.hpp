@@ -45,6 +45,9 @@ struct Options {
   std::optional<std::size_t> window_right;
   // Multiplies every score; unset means 1 / sqrt(head_dim). 0 is allowed (uniform weights).
   std::optional<float> scale;
+  // Logit soft-capping (Gemma 2): every scaled score s becomes softcap * tanh(s / softcap), so
+  // that none exceeds softcap in magnitude. Unset: none. Finite and above 0.
+  std::optional<float> softcap;
   // Largest naive score matrix (bytes) a call may materialise; 0 means half of physical RAM.
   std::size_t memory_budget_bytes = 0;
   // Worker threads for attention(); 0 means every core, 1 runs inline on the caller's thread.

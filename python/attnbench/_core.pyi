@@ -93,11 +93,13 @@ class KvCache:
     @overload
     def attention(self, q: Float32Array, *, causal: Causal = False, window: Window = None,
                   alignment: Alignment | None = None, scale: float | None = None,
+                  softcap: float | None = None,
                   kernel: str | None = None, threads: int | None = None,
                   return_lse: Literal[False] = False) -> Float32Array: ...
     @overload
     def attention(self, q: Float32Array, *, causal: Causal = False, window: Window = None,
                   alignment: Alignment | None = None, scale: float | None = None,
+                  softcap: float | None = None,
                   kernel: str | None = None, threads: int | None = None,
                   return_lse: Literal[True]) -> tuple[Float32Array, Float32Array]: ...
     def __len__(self) -> int:
@@ -133,19 +135,22 @@ class KvCache:
 @overload
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
               causal: Causal = False, window: Window = None,
-                  alignment: Alignment | None = None, scale: float | None = None, kernel: str | None = None,
+                  alignment: Alignment | None = None, scale: float | None = None,
+                  softcap: float | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: Literal[False] = False,
               kv_dtype: KvDtype | None = None, cache: KvCache | None = None) -> Float32Array: ...
 @overload
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
               causal: Causal = False, window: Window = None,
-                  alignment: Alignment | None = None, scale: float | None = None, kernel: str | None = None,
+                  alignment: Alignment | None = None, scale: float | None = None,
+                  softcap: float | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: Literal[True],
               kv_dtype: KvDtype | None = None,
               cache: KvCache | None = None) -> tuple[Float32Array, Float32Array]: ...
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
               causal: Causal = False, window: Window = None,
-                  alignment: Alignment | None = None, scale: float | None = None, kernel: str | None = None,
+                  alignment: Alignment | None = None, scale: float | None = None,
+                  softcap: float | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: bool = False,
               kv_dtype: KvDtype | None = None,
               cache: KvCache | None = None) -> Float32Array | tuple[Float32Array, Float32Array]:
@@ -161,6 +166,7 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
             (left, right) for non-causal local attention (either None: unbounded).
         alignment: where the diagonal sits, "bottom_right" (default) or "top_left".
         scale: multiplies every score, default 1/sqrt(d).
+        softcap: None, or C: every scaled score s becomes C tanh(s / C) (Gemma 2).
         kernel: a name from kernels(), default the first that runs here (with cache: the cache's).
         threads: worker threads, None for every core.
         return_lse: also return each query row's log-sum-exp (what attention_backward takes).
@@ -178,7 +184,7 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
 def attention_backward(q: Float32Array, k: Float32Array, v: Float32Array, o: Float32Array,
                        lse: Float32Array, d_o: Float32Array, *, causal: Causal = False,
                        window: Window = None, alignment: Alignment | None = None,
-                       scale: float | None = None, kernel: str | None = None,
+                       scale: float | None = None, softcap: float | None = None, kernel: str | None = None,
                        threads: int | None = None) -> tuple[Float32Array, Float32Array, Float32Array]:
     """(dQ, dK, dV) of the loss whose gradient with respect to O is d_o.
 
@@ -186,7 +192,7 @@ def attention_backward(q: Float32Array, k: Float32Array, v: Float32Array, o: Flo
         q, k, v: as given to attention().
         o, lse: as attention(..., return_lse=True) returned them.
         d_o: gradient of the loss with respect to O, of q's shape.
-        causal, window, alignment, scale: as given to attention().
+        causal, window, alignment, scale, softcap: as given to attention().
         kernel: a kernel whose has_backward is true, default the first available one.
         threads: worker threads, None for every core; the result is the same for any.
 

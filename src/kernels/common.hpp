@@ -54,6 +54,15 @@ inline float log_sum_exp(float m, float l) {
 // NaN gradients where the oracle's are finite. NaN stays NaN (the comparison is false).
 inline float at_most_zero(float x) { return x > 0.0f ? 0.0f : x; }
 
+// A scaled score soft-capped (Options::softcap, cap > 0): cap * tanh(s / cap).
+inline float soft_capped(float s, float cap) { return cap * __builtin_tanhf(s / cap); }
+// The backward's factor for it, the derivative 1 - tanh(x)^2 at x = s / cap, as
+// 4 e / (1 + e)^2 with e = exp(-2 |x|): 1 - t^2 would cancel where t rounds to near 1.
+inline float soft_cap_slope(float x) {
+  const float e = __builtin_expf(-2.0f * __builtin_fabsf(x));
+  return 4.0f * e / ((1.0f + e) * (1.0f + e));
+}
+
 }  // namespace
 
 }  // namespace attnbench::kernels

@@ -36,7 +36,8 @@ struct HeadProblem {
   std::size_t kv_len;
   std::size_t head_dim;
   float scale;
-  KeyMask mask;  // which keys each of a head's rows sees, for head_rows rows
+  float softcap = 0.0f;  // Options::softcap, 0 for none
+  KeyMask mask;          // which keys each of a head's rows sees, for head_rows rows
   // This key/value head packed by KernelCode::packing (in the kernel's storage type), if any,
   // laid out for kv_capacity keys (kv_len for a call's own copy, more in a KvCache).
   const void* kv_packed = nullptr;
@@ -111,6 +112,7 @@ struct BackwardProblem {
   std::size_t kv_len;
   std::size_t head_dim;
   float scale;
+  float softcap;  // Options::softcap, 0 for none
   KeyMask mask;
   std::size_t key_block;  // Backward::key_block(head_dim): a task's keys start at its multiples
   DqOrder dq_order;       // heads counted from the group's first query head

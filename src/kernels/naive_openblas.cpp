@@ -55,7 +55,13 @@ void naive_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
   const auto softmax_row = widest_softmax_row();
   for (std::size_t r = 0; r < row_count; ++r) {
     const KeySpan visible = head.visible(rows.begin + r);
-    const float l = softmax_row(S + r * n + visible.begin, visible.size(), head.scale,
+    float scale = head.scale;
+    if (head.softcap > 0.0f) {  // the scores scaled and capped first; then the sweep's scale is 1
+      for (std::size_t j = visible.begin; j < visible.end; ++j)
+        S[r * n + j] = soft_capped(head.scale * S[r * n + j], head.softcap);
+      scale = 1.0f;
+    }
+    const float l = softmax_row(S + r * n + visible.begin, visible.size(), scale,
                                 head.lse ? head.lse + rows.begin + r : nullptr);
     keys[r] = l == 0.0f ? KeySpan{} : visible;
   }

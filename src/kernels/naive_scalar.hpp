@@ -33,7 +33,8 @@ void naive_loops(const HeadProblem& head, RowRange rows, Workspace& ws) {
       const float* k = head.k + j * d;
       float dot = 0.0f;
       for (std::size_t c = 0; c < d; ++c) dot += q[c] * k[c];
-      S[r * n + j] = head.scale * dot;
+      S[r * n + j] =
+          head.softcap > 0.0f ? soft_capped(head.scale * dot, head.softcap) : head.scale * dot;
     }
     keys[r] = visible;
   }

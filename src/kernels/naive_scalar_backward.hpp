@@ -26,16 +26,20 @@ void naive_backward_rows(const BackwardProblem& pb, std::size_t g, RowRange rows
     const KeySpan visible = lse[i] == kMinusInf ? KeySpan{} : pb.visible(i);
     float* p = pb.p + i * n;
     float* ds = pb.ds + i * n;
+    const float delta = pb.delta[g * pb.q_len + i];
     for (std::size_t j = visible.begin; j < visible.end; ++j) {
       float s = 0.0f, dp = 0.0f;
       for (std::size_t c = 0; c < d; ++c) s += q[i * d + c] * pb.k[j * d + c];
       for (std::size_t c = 0; c < d; ++c) dp += d_o[i * d + c] * pb.v[j * d + c];
-      p[j] = scalar_exp(at_most_zero(pb.scale * s - lse[i]));  // P = exp(S - LSE)
-      ds[j] = dp;                                              // dP = dO V^T
+      // soft-capped: S = cap tanh(scale s / cap), and dS carries its derivative 1 - tanh^2
+      float score = pb.scale * s, slope = 1.0f;
+      if (pb.softcap > 0.0f) {
+        slope = soft_cap_slope(score / pb.softcap);
+        score = soft_capped(score, pb.softcap);
+      }
+      p[j] = scalar_exp(at_most_zero(score - lse[i]));  // P = exp(S - LSE)
+      ds[j] = pb.scale * p[j] * (dp - delta) * slope;   // dS = scale P (dO V^T - D)
     }
-    const float delta = pb.delta[g * pb.q_len + i];
-    for (std::size_t j = visible.begin; j < visible.end; ++j)
-      ds[j] = pb.scale * p[j] * (ds[j] - delta);
     for (std::size_t j = visible.begin; j < visible.end; ++j) {  // dQ = dS K
       for (std::size_t c = 0; c < d; ++c) dq[i * d + c] += ds[j] * pb.k[j * d + c];
     }

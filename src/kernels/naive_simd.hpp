@@ -69,8 +69,13 @@ struct NaiveSimd : Simd<Arch> {
     for (std::size_t r = 0; r < row_count; ++r) {
       float* s = scores + r * stride;
       const KeySpan keys = head.visible(rows.begin + r);
-      const float m = S::scale_and_max(s, keys.begin, keys.end, head.scale);
-      l[r] = S::exp_and_sum(s, keys.begin, keys.end, head.scale, max_reference(m));
+      float scale = head.scale;
+      if (head.softcap > 0.0f) {  // capped in place, scaled: the sweeps' scale is then 1
+        S::cap_scores(s, keys.begin, keys.end, head.scale, head.softcap);
+        scale = 1.0f;
+      }
+      const float m = S::scale_and_max(s, keys.begin, keys.end, scale);
+      l[r] = S::exp_and_sum(s, keys.begin, keys.end, scale, max_reference(m));
       if (head.lse) head.lse[rows.begin + r] = log_sum_exp(m, l[r]);
     }
 

@@ -107,11 +107,13 @@ struct SimdBackward : Simd<Arch> {
   // delta) against a key block (its K^T and V^T panels at kt and vt): P into p and dS into ds
   // (tiles of rows with `stride` floats), over each row's keys [keys.begin[r], keys.end[r]) and
   // zero elsewhere up to `fill` keys (a multiple of W). `packed`: q and d_o are the group's rows
-  // packed by Simd::pack_q.
+  // packed by Simd::pack_q. `cap` > 0: scores soft-capped (S = cap tanh(scale s / cap), and dS
+  // carries the cap's derivative 1 - tanh^2).
   static void group_gradients(const float* q, const float* d_o, std::size_t d, const float* kt,
                               const float* vt, const float* lse, const float* delta, float scale,
-                              std::size_t mr, const typename S::BlockKeys& keys, std::size_t fill,
-                              float* p, float* ds, std::size_t stride, bool packed = false) {
+                              float cap, std::size_t mr, const typename S::BlockKeys& keys,
+                              std::size_t fill, float* p, float* ds, std::size_t stride,
+                              bool packed = false) {
     if (keys.any()) {  // from the panel of the first key a row sees (a window's edge block)
       const std::size_t p0 = keys.first / S::NR * S::NR;
       S::score_group(q, mr, d, kt + p0 * d, keys.widest - p0, p + p0, stride, false,
@@ -119,7 +121,7 @@ struct SimdBackward : Simd<Arch> {
       S::score_group(d_o, mr, d, vt + p0 * d, keys.widest - p0, ds + p0, stride, false,
                      packed);  // dP = dO V^T
     }
-    const batch sc(scale);
+    const batch sc(scale), c(cap), inv_c(cap > 0.0f ? 1.0f / cap : 0.0f);
     for (std::size_t r = 0; r < mr; ++r) {
       float* pr = p + r * stride;
       float* dr = ds + r * stride;
@@ -132,11 +134,15 @@ struct SimdBackward : Simd<Arch> {
           continue;
         }
         // P = exp(scale S - LSE); keys outside the row's: exp(-inf) = 0.
-        const batch x = S::mask_span(batch::load_aligned(pr + j) * sc - lse_r, j, begin, end);
+        batch score = batch::load_aligned(pr + j) * sc, slope(1.0f);
+        if (cap > 0.0f) {
+          score = c * S::tanh(score * inv_c, slope);
+        }
+        const batch x = S::mask_span(score - lse_r, j, begin, end);
         const batch pj = S::exp(xsimd::select(x > batch(0.0f), batch(0.0f), x));  // at_most_zero
         // dS = scale P (dP - D); outside 0, whatever dP holds there (a NaN in a masked V).
         const batch dsj =
-            zero_outside(sc * pj * (batch::load_aligned(dr + j) - delta_r), j, begin, end);
+            zero_outside(sc * pj * (batch::load_aligned(dr + j) - delta_r) * slope, j, begin, end);
         pj.store_aligned(pr + j);
         dsj.store_aligned(dr + j);
       }
@@ -333,7 +339,8 @@ struct TiledSimdBackward : SimdBackward<Arch> {
           float* p = p_block + g0 * St;
           float* ds = ds_block + g0 * St;
           B::group_gradients(q_packed + g0 * d, d_o_packed + g0 * d, d, kt, vt, lse + i0 + g0,
-                             delta + i0 + g0, pb.scale, mr, seen, fill, p, ds, St, true);
+                             delta + i0 + g0, pb.scale, pb.softcap, mr, seen, fill, p, ds, St,
+                             true);
           S::blend_group(mr, seen, ds, St, k_rows, dp, nullptr, dq_part + g0 * dp);  // dQ += dS K
         }
 
@@ -386,8 +393,8 @@ struct NaiveSimdBackward : SimdBackward<Arch> {
           float* ds = pb.ds + (i0 + g0) * stride + j0;
           B::group_gradients(q + (i0 + g0) * d, d_o + (i0 + g0) * d, d, pb.kv_packed + j0 * d,
                              B::vt_panels(pb.kv_packed, pb.kv_len, d) + j0 * d, lse + i0 + g0,
-                             delta + i0 + g0, pb.scale, mr, seen, round_up(bc, S::W), p, ds,
-                             stride);
+                             delta + i0 + g0, pb.scale, pb.softcap, mr, seen, round_up(bc, S::W), p,
+                             ds, stride);
           S::blend_group(mr, seen, ds, stride, k_rows + j0 * dp, dp, nullptr, dq_acc + g0 * dp);
         }
       }

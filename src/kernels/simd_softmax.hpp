@@ -75,6 +75,39 @@ struct SimdSoftmax : SimdStorage<Arch> {
     return times_two_to(poly, n, x, -126.0f);
   }
 
+  // tanh(x), for logit soft-capping: below |x| = 0.625 the odd polynomial x + x^3 P(x^2) of
+  // Cephes' tanhf (xsimd's), above it (1 - e) / (1 + e) with e = exp(-2 |x|) = 2^(-2 |x| log2 e)
+  // by exp2 (in (0, 1]: no cancellation there, and no overflow whatever |x|), the sign restored.
+  // NaN stays NaN; +-inf gives +-1.
+  static batch tanh(batch x) {
+    batch slope;
+    return tanh(x, slope);
+  }
+  // The same, and its derivative 1 - tanh(x)^2 in `slope` (the soft-cap's backward factor): from
+  // the polynomial's t below 0.625, and as 4 e / (1 + e)^2 above it, which keeps its relative
+  // accuracy where tanh rounds to within an ulp of 1 (1 - t^2 would cancel there).
+  static batch tanh(batch x, batch& slope) {
+    const batch a = xsimd::abs(x), a2 = a * a;
+    const batch p = horner(a2, -5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f,
+                           1.33314422036e-1f, -3.33332819422e-1f);
+    const batch small = xsimd::fma(p * a2, a, a);
+    const batch e = exp2(a * batch(-2.88539008177792681f));  // -2 log2(e)
+    const batch one_e = batch(1.0f) + e;
+    const batch big = (batch(1.0f) - e) / one_e;
+    const auto near_zero = a < batch(0.625f);
+    slope =
+        xsimd::select(near_zero, batch(1.0f) - small * small, batch(4.0f) * e / (one_e * one_e));
+    return xsimd::select(near_zero, small, big) ^ xsimd::bitofsign(x);
+  }
+  // Scores soft-capped in place over the vectors that hold s[begin, end): s = cap tanh(scale s /
+  // cap), scaled once here (the softmax sweeps then take a scale of 1).
+  static void cap_scores(float* s, std::size_t begin, std::size_t end, float scale, float cap) {
+    const batch sc(scale), c(cap), inv(1.0f / cap);
+    for (std::size_t j = begin / W * W; j < end; j += W) {
+      (c * tanh(batch::load_aligned(s + j) * sc * inv)).store_aligned(s + j);
+    }
+  }
+
   // y[i] = f(x[i]) over an array (the tail through a padded vector): how tests reach exp and exp2.
   template <batch (*F)(batch)>
   static void apply_array(const float* x, float* y, std::size_t n) {

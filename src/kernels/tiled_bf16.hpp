@@ -349,7 +349,12 @@ struct TiledBf16 : Simd<Arch> {
           bool rescale = false;
           for (std::size_t r = 0; r < mr; ++r) {  // the float32 kernel's online softmax
             float* s_r = s_tile + r * Ss;
-            const float block_max = S::scale_and_max(s_r, seen.begin[r], seen.end[r], head.scale);
+            float scale = head.scale;
+            if (head.softcap > 0.0f) {  // capped in place, scaled: the sweeps' scale is then 1
+              S::cap_scores(s_r, seen.begin[r], seen.end[r], head.scale, head.softcap);
+              scale = 1.0f;
+            }
+            const float block_max = S::scale_and_max(s_r, seen.begin[r], seen.end[r], scale);
             const float m_old = m[g + r];
             const float m_new = block_max > m_old ? block_max : m_old;
             const float m_ref = max_reference(m_new);
@@ -367,9 +372,9 @@ struct TiledBf16 : Simd<Arch> {
               _mm256_storeu_si256(reinterpret_cast<__m256i*>(p_row + j),
                                   reinterpret_cast<__m256i>(b));
             };
-            l[g + r] = S::mul_add(
-                l[g + r], alpha[r],
-                S::exp_and_sum(s_r, seen.begin[r], seen.end[r], head.scale, m_ref, round));
+            l[g + r] =
+                S::mul_add(l[g + r], alpha[r],
+                           S::exp_and_sum(s_r, seen.begin[r], seen.end[r], scale, m_ref, round));
           }
           blend_group<Ps>(mr, seen, p_tile, v + j0 / 2 * dp, dp, rescale ? alpha : nullptr,
                           o_acc + g * dp);

@@ -150,7 +150,9 @@ struct TiledBf16Backward : TiledBf16<Arch> {
     for (std::size_t x = 0; x < bc * dp; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
 
     const RowRange seen_rows = B::row_blocks(pb, j0, bc, rows);
-    const typename S::batch sc(pb.scale);
+    using batch = typename S::batch;
+    const batch sc(pb.scale), cap(pb.softcap),
+        inv_cap(pb.softcap > 0.0f ? 1.0f / pb.softcap : 0.0f);
     for (std::size_t g = 0; g < pb.group; ++g) {
       const auto [q, d_o, lse, delta, dq] = pb.head(g);
       for (std::size_t i0 = seen_rows.begin; i0 < seen_rows.end; i0 += Br) {
@@ -184,11 +186,15 @@ struct TiledBf16Backward : TiledBf16<Arch> {
             for (std::size_t j = 0; j < fill; j += W) {
               typename S::batch pj(0.0f), dsj(0.0f);
               if (j < to && j + W > from) {
-                const auto x =
-                    S::mask_span(S::batch::load_aligned(pr + j) * sc - lse_r, j, from, to);
-                pj = S::exp(xsimd::select(x > typename S::batch(0.0f), typename S::batch(0.0f), x));
-                dsj = B::zero_outside(sc * pj * (S::batch::load_aligned(dr + j) - delta_r), j, from,
-                                      to);
+                // soft-capped: S = cap tanh(scale s / cap), dS times the cap's 1 - tanh^2
+                batch score = batch::load_aligned(pr + j) * sc, slope(1.0f);
+                if (pb.softcap > 0.0f) {
+                  score = cap * S::tanh(score * inv_cap, slope);
+                }
+                const auto x = S::mask_span(score - lse_r, j, from, to);
+                pj = S::exp(xsimd::select(x > batch(0.0f), batch(0.0f), x));
+                dsj = B::zero_outside(sc * pj * (batch::load_aligned(dr + j) - delta_r) * slope, j,
+                                      from, to);
               }
               pj.store_aligned(pr + j);
               dsj.store_aligned(dr + j);

@@ -74,6 +74,7 @@ void tiled_loops(const HeadProblem& head, RowRange rows, KeyRange keys, const Pa
             dot += Bf16 ? bf16_rounded(q[x]) * bf16_rounded(k[x]) : q[x] * k[x];
           }
           s[c] = head.scale * dot;
+          if (head.softcap > 0.0f) s[c] = soft_capped(s[c], head.softcap);
           block_max = s[c] > block_max ? s[c] : block_max;
         }
 

@@ -62,8 +62,15 @@ void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, RowRange rows
           float s = 0.0f, dp = 0.0f;
           for (std::size_t c = 0; c < d; ++c) s += in(qi[c]) * in(kj[c]);
           for (std::size_t c = 0; c < d; ++c) dp += in(doi[c]) * in(vj[c]);
-          const float p = scalar_exp(at_most_zero(pb.scale * s - lse[i]));  // P = exp(S - LSE)
-          const float ds = pb.scale * p * (dp - delta[i]);                  // dS = scale P (dP - D)
+          // P = exp(S - LSE), dS = scale P (dP - D) (soft-capped: S = cap tanh(scale s / cap),
+          // and dS carries the cap's derivative 1 - tanh^2)
+          float score = pb.scale * s, slope = 1.0f;
+          if (pb.softcap > 0.0f) {
+            slope = soft_cap_slope(score / pb.softcap);
+            score = soft_capped(score, pb.softcap);
+          }
+          const float p = scalar_exp(at_most_zero(score - lse[i]));
+          const float ds = pb.scale * p * (dp - delta[i]) * slope;
           const float p_in = in(p), ds_in = in(ds);
           float* dkj = dk_acc + j * d;
           float* dvj = dv_acc + j * d;

@@ -83,7 +83,12 @@ struct TiledSimd : Simd<Arch> {
       bool rescale = false;
       for (std::size_t r = 0; r < mr; ++r) {
         float* s_r = s + r * Ss;
-        const float block_max = S::scale_and_max(s_r, seen.begin[r], seen.end[r], head.scale);
+        float scale = head.scale;
+        if (head.softcap > 0.0f) {  // capped in place, scaled: the sweeps' scale is then 1
+          S::cap_scores(s_r, seen.begin[r], seen.end[r], head.scale, head.softcap);
+          scale = 1.0f;
+        }
+        const float block_max = S::scale_and_max(s_r, seen.begin[r], seen.end[r], scale);
         const float m_new = block_max > m[r] ? block_max : m[r];
         const float m_ref = max_reference(m_new);
         a[r] = 1.0f;
@@ -93,8 +98,8 @@ struct TiledSimd : Simd<Arch> {
           m[r] = m_new;
         }
         // l = l * exp(m_old - m_new) + rowsum(P)
-        l[r] = S::mul_add(l[r], a[r],
-                          S::exp_and_sum(s_r, seen.begin[r], seen.end[r], head.scale, m_ref));
+        l[r] =
+            S::mul_add(l[r], a[r], S::exp_and_sum(s_r, seen.begin[r], seen.end[r], scale, m_ref));
       }
       return rescale;
     };

@@ -54,6 +54,27 @@ class Results(unittest.TestCase):
                     o = attnbench.attention(q, k, v, kernel=kernel, threads=2, **mask)
                     np.testing.assert_allclose(o, want, atol=2e-6, err_msg=f"{kernel} {qs} {ks} {mask}")
 
+    def test_softcap_matches_the_reference_forward_and_backward(self):
+        q, k, v, d_o = normal(2, 40, 16, seed=11) * 3, normal(2, 50, 16, seed=12) * 3, normal(2, 50, 16, seed=13), \
+            normal(2, 40, 16, seed=14)
+        for mask in (dict(), dict(causal=True, window=9)):
+            for cap in (1.5, 30.0):
+                want = reference(q, k, v, mask.get("causal", False), None, mask.get("window"), softcap=cap)
+                for kernel in ("tiled/scalar", "naive/scalar", None):
+                    o, lse = attnbench.attention(q, k, v, softcap=cap, kernel=kernel, return_lse=True, **mask)
+                    np.testing.assert_allclose(o, want, atol=1e-5, err_msg=f"{kernel} {mask} cap {cap}")  # scores to ~30
+                    grads = attnbench.attention_backward(q, k, v, o, lse, d_o, softcap=cap, kernel=kernel, **mask)
+                    expected = reference_backward(q, k, v, d_o, mask.get("causal", False), None, mask.get("window"),
+                                                  softcap=cap)
+                    for name, got, e in zip(("dq", "dk", "dv"), grads, expected):
+                        self.assertLess(relative_error(got, e), 1e-5, f"{kernel} {name} {mask} cap {cap}")
+        capped = attnbench.attention(q, k, v, softcap=1.5, threads=1)
+        self.assertFalse(np.allclose(capped, attnbench.attention(q, k, v, threads=1), atol=1e-3))  # it caps
+        self.assertRaisesRegex(attnbench.Error, r"^options.softcap = 0.000000: must be finite and above 0",
+                               attnbench.attention, q, k, v, softcap=0.0)
+        self.assertRaisesRegex(attnbench.Error, r"^options.softcap = nan", attnbench.attention, q, k, v,
+                               softcap=float("nan"))
+
     def test_window_arguments_are_checked(self):
         q = normal(8, 4, seed=10)
         self.assertRaisesRegex(ValueError, r"^window: 0 must be at least 1", attnbench.attention, q, q, q, window=0)
