@@ -21,6 +21,7 @@ struct ContextPreset {
   std::vector<std::size_t> lengths;  // windowed points
   std::size_t window;
   std::size_t full_up_to;  // full causal points at the lengths up to this
+  std::size_t capped_at;   // and a soft-capped full causal point at this length
   std::size_t head_dim;
   int repetitions;
 };
@@ -32,6 +33,7 @@ ContextPreset context_preset(const std::string& name) {
     return {.lengths = {8192, 16384, 32768, 65536, 131072, 262144},
             .window = 4096,
             .full_up_to = 65536,
+            .capped_at = 16384,
             .head_dim = 128,
             .repetitions = 3};
   }
@@ -39,12 +41,14 @@ ContextPreset context_preset(const std::string& name) {
     return {.lengths = {8192, 16384, 32768, 65536, 131072},
             .window = 4096,
             .full_up_to = 32768,
+            .capped_at = 16384,
             .head_dim = 128,
             .repetitions = 3};
   }
   return {.lengths = {2048, 4096, 8192},
           .window = 512,
           .full_up_to = 4096,
+          .capped_at = 2048,
           .head_dim = 64,
           .repetitions = 2};
 }
@@ -55,7 +59,7 @@ const std::map<std::size_t, double>* g_peak = nullptr;
 constexpr std::size_t kCheckRows = 6;
 
 void run_context(benchmark::State& state, const Kernel* kernel, std::size_t n, std::size_t d,
-                 std::size_t window, std::size_t threads) {
+                 std::size_t window, float softcap, std::size_t threads) {
   try {
     const Shape shape{1, 1, 1, n, n, d};
     const std::vector<float>& q = random_tensor(shape.q_elements(), 40);
@@ -67,6 +71,7 @@ void run_context(benchmark::State& state, const Kernel* kernel, std::size_t n, s
     options.causal = true;
     options.threads = threads;
     if (window > 0) options.window_left = window;
+    if (softcap > 0.0f) options.softcap = softcap;
     Workspace ws;
     attention(*kernel, shape, options, t, ws);  // warm-up, and the output the check reads
     const OracleCheck check = check_against_oracle(shape, options, t, kCheckRows);
@@ -90,6 +95,7 @@ void run_context(benchmark::State& state, const Kernel* kernel, std::size_t n, s
     state.counters["scratch_bytes"] = double(ws.peak_bytes());
     state.counters["kv_bytes"] = 2.0 * double(shape.kv_elements()) * sizeof(float);
     state.counters["window"] = double(window);
+    state.counters["softcap"] = double(softcap);
   } catch (const std::exception& e) {
     skip_all(state, std::string("failed: ") + e.what());
   }
@@ -105,16 +111,26 @@ void register_context(const std::string& preset_name, std::size_t all_threads,
   const Kernel* kernel = &resolve(*find_kernel("tiled/simd"));
   std::vector<std::size_t> thread_counts{1};
   if (all_threads > 1) thread_counts.push_back(all_threads);
+  // Gemma 2's attention soft-cap
+  constexpr float kSoftcap = 50.0f;
+  struct Mask {
+    std::size_t window;
+    float softcap;
+  };
   for (std::size_t threads : thread_counts) {
     for (std::size_t n : preset.lengths) {
-      for (std::size_t window : {preset.window, std::size_t{0}}) {
+      for (const Mask mask : {Mask{preset.window, 0.0f}, Mask{0, 0.0f}, Mask{0, kSoftcap}}) {
+        const std::size_t window = mask.window;
         if (window == 0 && n > preset.full_up_to) continue;
-        const std::string name = "context/" + std::string(kernel->name) + "/n:" +
-                                 std::to_string(n) + "/d:" + std::to_string(preset.head_dim) +
-                                 "/w:" + (window ? std::to_string(window) : "full") +
-                                 "/threads:" + std::to_string(threads);
+        if (mask.softcap > 0.0f && n != preset.capped_at) continue;
+        const std::string name =
+            "context/" + std::string(kernel->name) + "/n:" + std::to_string(n) +
+            "/d:" + std::to_string(preset.head_dim) +
+            "/w:" + (window ? std::to_string(window) : "full") +
+            (mask.softcap > 0.0f ? "/cap:" + std::to_string(int(mask.softcap)) : "") +
+            "/threads:" + std::to_string(threads);
         auto* b = benchmark::RegisterBenchmark(name.c_str(), run_context, kernel, n,
-                                               preset.head_dim, window, threads);
+                                               preset.head_dim, window, mask.softcap, threads);
         b->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
         b->Repetitions(preset.repetitions)->ReportAggregatesOnly(true);
         b->ComputeStatistics("min", fastest);

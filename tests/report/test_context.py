@@ -43,7 +43,9 @@ class Loader(unittest.TestCase):
     def test_names(self):
         self.assertEqual(lc.parse_name("context/tiled/simd/avx2/n:8192/d:128/w:full/threads:2/iterations:1/"
                                        "repeats:3/manual_time_median"),
-                         {"kernel": "tiled/simd/avx2", "n": 8192, "d": 128, "window": 0, "threads": 2})
+                         {"kernel": "tiled/simd/avx2", "n": 8192, "d": 128, "window": 0, "softcap": 0.0,
+                          "threads": 2})
+        self.assertEqual(lc.parse_name("context/tiled/simd/n:16/d:8/w:full/cap:50/threads:1")["softcap"], 50.0)
         with self.assertRaisesRegex(ValueError, "missing w"):
             lc.parse_name("context/tiled/simd/n:8/d:4/threads:1")
 

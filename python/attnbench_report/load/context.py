@@ -1,11 +1,11 @@
 """The long-context window's loader: `attnbench_bench --context`'s Google Benchmark JSON (context.json,
 which scripts/study.sh writes next to results.json) -> its points, one per name
 
-    context/<kernel>/n:N/d:D/w:<W|full>/threads:t
+    context/<kernel>/n:N/d:D/w:<W|full>[/cap:C]/threads:t
 
 then Google Benchmark's suffixes and, for an aggregate, `_mean`, `_median`, `_stddev`, `_cv` or `_min`.
 A point is one causal head of n query rows over n keys, under a sliding window of W keys (`w:W`) or the
-full causal mask (`w:full`); its repetitions were interleaved at random with every other point's, so a
+full causal mask (`w:full`), soft-capped at C (`cap:C`) at one length; its repetitions were interleaved at random with every other point's, so a
 ratio between two points of the window shares their minutes. A point whose repetitions all carry an
 error is not measured; its status is the message's first word ("failed", "skipped").
 """
@@ -21,7 +21,7 @@ from .decode import _AGGREGATE_SUFFIX, _medians, _value
 
 FILE_NAME = "context.json"
 # The counters the window writes (bench/context_window.hpp), and the real time as "time_us".
-COUNTERS = ("us_per_row", "GFLOP/s", "pct_peak", "pairs", "scratch_bytes", "kv_bytes", "window")
+COUNTERS = ("us_per_row", "GFLOP/s", "pct_peak", "pairs", "scratch_bytes", "kv_bytes", "window", "softcap")
 MEASURES = ("time_us",) + COUNTERS
 
 
@@ -35,6 +35,7 @@ class ContextPoint:
     n: int
     d: int
     window: int
+    softcap: float
     threads: int
     repetitions: int
     median: dict = field(default_factory=dict)
@@ -66,7 +67,8 @@ def parse_name(name: str) -> dict:
         raise ValueError(f"benchmark name {name!r}: expected context/<kernel>/n:N/d:D/w:<W|full>/threads:t"
                          + (f"; missing {', '.join(missing)}" if missing else ""))
     return {"kernel": "/".join(kernel_parts), "n": int(args["n"]), "d": int(args["d"]),
-            "window": 0 if args["w"] == "full" else int(args["w"]), "threads": int(args["threads"])}
+            "window": 0 if args["w"] == "full" else int(args["w"]), "softcap": float(args.get("cap", 0)),
+            "threads": int(args["threads"])}
 
 
 def load(path: Path) -> list:

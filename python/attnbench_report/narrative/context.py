@@ -95,6 +95,13 @@ def section(doc: Document, points: list | None, figures: dict, all_threads: int)
                             "little)" if ratio >= 0.9 else
                             "(short of the project's goal of 90 %: the edge blocks, scored and masked, cost it)")
                          + ".")
+        for n, p in sorted(c.capped.items()):
+            if n in c.full:
+                ratio = analysis_context.gflops(p) / analysis_context.gflops(c.full[n])
+                items.append(f"{t}: soft-capped at {fmt.sig(p.softcap)} (Gemma 2's logit cap: a tanh per score), the "
+                             f"full causal call at n = {fmt.count(n)} runs at {fmt.pct(100 * ratio, 0)} of its "
+                             "uncapped GFLOP/s " + ("(within 10 %, the project's goal)." if ratio >= 0.9 else
+                                                    "(short of the project's goal of 90 %)."))
         half = c.half_time_n()
         if math.isfinite(half):
             items.append(f"{t}: from n ≈ {fmt.count(half)} on, the full causal mask costs twice the window's time "
