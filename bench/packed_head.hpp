@@ -31,6 +31,7 @@ class PackedHead {
               .head_dim = d,
               .scale = 1.0f / std::sqrt(float(d)),
               .softcap = 0.0f,
+              .alibi = nullptr,
               .mask = KeyMask(q_len, kv_len, Options{}),
               .kv_packed = packed_.get(),
               .kv_capacity = kv_len,

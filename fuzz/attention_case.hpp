@@ -15,8 +15,8 @@
 //              follows, two bytes: the first's bit 0 the top-left alignment, bits 1-2 the kind
 //              (0: window left, causal as byte 0 says; 1: local, non-causal, left and right;
 //              2: right only, non-causal; 3: the alignment alone), bits 3-4 a soft-cap (none,
-//              2, 30, 50); the second's value w the left window 1 + w % (kv_len + 8) and the
-//              right w % 16
+//              2, 30, 50), bit 5 ALiBi (slopes 2^-(h+1)); the second's value w the left window 1 +
+//              w % (kv_len + 8) and the right w % 16
 //   byte 9-12  seed of the values: uniform in [-2, 2) times the tensor's magnitude
 //   then       patches, each a kind byte (tensor = x % 3, special = x / 3 % 14, see kSpecials)
 //              and a 3-byte element index (mod the tensor's size); raw specials read 4 more bytes
@@ -129,6 +129,7 @@ struct AttentionCase : testing::Problem {
     if (options.window_left) s << " window " << *options.window_left;
     if (options.window_right) s << " window_right " << *options.window_right;
     if (options.softcap) s << " softcap " << *options.softcap;
+    if (!options.alibi_slopes.empty()) s << " alibi";
     s << " scale ";
     if (options.scale) {
       s << *options.scale;
@@ -182,6 +183,7 @@ inline AttentionCase decode_attention_case(const std::uint8_t* data, std::size_t
     const std::size_t left = 1 + w % (c.shape.kv_len + 8), right = w % 16;
     constexpr float kCaps[] = {0.0f, 2.0f, 30.0f, 50.0f};
     if ((kind >> 3) & 3) c.options.softcap = kCaps[(kind >> 3) & 3];
+    if (kind & 0x20) c.options.alibi_slopes = testing::Masking::alibi_slopes(c.shape.q_heads);
     switch ((kind >> 1) & 3) {
       case 0: c.options.window_left = left; break;
       case 1:

@@ -49,8 +49,10 @@ def attention_case(q=17, k=65, d=31, causal=False, batch=1, kv_heads=1, group=1,
     if budget is not None:
         out += bytes([0xA5]) + struct.pack("<H", budget // 4)
     elif mask is not None:
-        kind, top_left, w, *cap = mask
-        out += bytes([0x5A, int(top_left) | kind << 1 | (cap[0] if cap else 0) << 3, w])
+        kind, top_left, w, *extra = mask  # extra: cap (0-3), then alibi (bool)
+        cap = extra[0] if extra else 0
+        alibi = extra[1] if len(extra) > 1 else False
+        out += bytes([0x5A, int(top_left) | kind << 1 | cap << 3 | int(alibi) << 5, w])
     else:
         out += b"\0"
     out += struct.pack("<I", seed)
@@ -128,6 +130,10 @@ ATTENTION = {
                                                  threads=2, seed=40),
     "softcap_30_inf_score": attention_case(q=10, k=20, d=4, mask=(3, False, 0, 2), seed=41,
                                            patches=[("q", "+inf", 9), ("v", "nan", 5)]),
+    "alibi_gqa_causal": attention_case(q=33, k=50, d=8, causal=True, kv_heads=2, group=3,
+                                       mask=(3, False, 0, 0, True), threads=3, seed=42),
+    "alibi_decoding_folded_heads": attention_case(q=3, k=4108, d=8, decoding=True, kv_heads=2, group=2,
+                                                  mask=(1, True, 90, 0, True), seed=43),
     "denormal_and_negative_zero": attention_case(q=6, k=6, d=3, seed=31,
                                                  patches=[("q", "denorm_min", 1), ("k", "-zero", 2),
                                                           ("v", "-denormal", 4)]),

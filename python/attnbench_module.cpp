@@ -26,11 +26,13 @@ namespace attnbench::python {
 py::object attention(const py::handle& q_arg, const py::handle& k_arg, const py::handle& v_arg,
                      const py::handle& causal, const py::handle& window,
                      const py::handle& alignment, std::optional<double> scale,
-                     std::optional<double> softcap, const std::optional<std::string>& kernel_name,
+                     std::optional<double> softcap, const py::handle& alibi,
+                     const std::optional<std::string>& kernel_name,
                      std::optional<long long> threads, bool return_lse,
                      const py::handle& kv_dtype_arg, const py::handle& cache_arg) {
   const py::array q = float32_input(q_arg, "q");
-  attnbench::Options options = options_of(causal, window, alignment, scale, softcap, threads);
+  attnbench::Options options =
+      options_of(causal, window, alignment, scale, softcap, alibi, threads);
   if (!kv_dtype_arg.is_none()) options.kv_type = kv_type_of(kv_dtype_arg, "kv_dtype");
   const PyKvCache* py_cache = nullptr;
   ReadLock lock;
@@ -109,7 +111,7 @@ py::tuple attention_backward(const py::handle& q_arg, const py::handle& k_arg,
                              const py::handle& lse_arg, const py::handle& d_o_arg,
                              const py::handle& causal, const py::handle& window,
                              const py::handle& alignment, std::optional<double> scale,
-                             std::optional<double> softcap,
+                             std::optional<double> softcap, const py::handle& alibi,
                              const std::optional<std::string>& kernel_name,
                              std::optional<long long> threads) {
   const py::array q = float32_input(q_arg, "q");
@@ -125,7 +127,8 @@ py::tuple attention_backward(const py::handle& q_arg, const py::handle& k_arg,
   require_shape(lse, "lse", std::vector<py::ssize_t>(q_shape.begin(), q_shape.end() - 1),
                 "q's without its last axis,");
   const attnbench::Kernel& kernel = backward_kernel_named(kernel_name);
-  const attnbench::Options options = options_of(causal, window, alignment, scale, softcap, threads);
+  const attnbench::Options options =
+      options_of(causal, window, alignment, scale, softcap, alibi, threads);
   // Sizes and options first, so a huge or empty shape fails with its field, not a MemoryError;
   // the gradients are then no larger than the inputs the caller holds, and the call itself
   // checks the rest (the naive budget, overlaps) before it computes anything.
@@ -190,9 +193,10 @@ PYBIND11_MODULE(_core, m) {
       "attention", &attention, py::arg("q"), py::arg("k") = py::none(), py::arg("v") = py::none(),
       py::kw_only(), py::arg("causal") = false, py::arg("window") = py::none(),
       py::arg("alignment") = py::none(), py::arg("scale") = py::none(),
-      py::arg("softcap") = py::none(), py::arg("kernel") = py::none(),
-      py::arg("threads") = py::none(), py::arg("return_lse") = false,
-      py::arg("kv_dtype") = py::none(), py::arg("cache") = py::none(),
+      py::arg("softcap") = py::none(), py::arg("alibi_slopes") = py::none(),
+      py::arg("kernel") = py::none(), py::arg("threads") = py::none(),
+      py::arg("return_lse") = false, py::arg("kv_dtype") = py::none(),
+      py::arg("cache") = py::none(),
       R"(O = softmax(Q K^T * scale) V for float32 arrays of shape (n, d), (h, n, d) or (b, h, n, d).
 
 Args:
@@ -212,6 +216,8 @@ Args:
     scale: multiplies every score, default 1/sqrt(d).
     softcap: logit soft-capping (Gemma 2): every scaled score s becomes softcap * tanh(s / softcap);
         None for none, else finite and above 0.
+    alibi_slopes: ALiBi, one slope per query head (alibi_slopes(heads) gives the paper's): head h
+        adds -slope[h] * |j - d(i)| to the score of row i and key j, d(i) its diagonal key.
     kernel: a name from kernels(), default the first that runs here (with cache: the cache's);
         "tiled/simd-bf16" computes with bfloat16 products (Q, K, V and the weights rounded to
         bfloat16 once, float32 accumulation), storing K and V as bf16.
@@ -237,14 +243,15 @@ Raises:
         py::arg("o"), py::arg("lse"), py::arg("d_o"), py::kw_only(), py::arg("causal") = false,
         py::arg("window") = py::none(), py::arg("alignment") = py::none(),
         py::arg("scale") = py::none(), py::arg("softcap") = py::none(),
-        py::arg("kernel") = py::none(), py::arg("threads") = py::none(),
+        py::arg("alibi_slopes") = py::none(), py::arg("kernel") = py::none(),
+        py::arg("threads") = py::none(),
         R"((dQ, dK, dV) of the loss whose gradient with respect to O is d_o.
 
 Args:
     q, k, v: float32 arrays as given to attention() (K and V stored as f32).
     o, lse: the forward's output and log-sum-exp, as attention(..., return_lse=True) returned them.
     d_o: float32 gradient of the loss with respect to O, of q's shape.
-    causal, window, alignment, scale, softcap: as given to attention().
+    causal, window, alignment, scale, softcap, alibi_slopes: as given to attention().
     kernel: a name from kernels() whose has_backward is true, default the first available one.
     threads: worker threads, None for every core; the result is the same bit for bit for any.
 
@@ -255,6 +262,11 @@ Returns:
 
 Raises:
     TypeError, ValueError, attnbench.Error: as attention(), naming o, lse or d_o and its shape.)");
+  m.def(
+      "alibi_slopes", &attnbench::alibi_slopes, py::arg("heads"),
+      R"(ALiBi's slopes for `heads` query heads as the paper (and BLOOM) define them: 2^(-8 (h + 1) / heads)
+for a power of two, else those of the largest power of two below it followed by every other slope of
+twice it. A list of floats, what attention(..., alibi_slopes=) takes.)");
   m.def("kernels", &kernels,
         R"(Every registry kernel in priority order, as dicts.
 

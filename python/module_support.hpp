@@ -193,12 +193,29 @@ inline void mask_options(const py::handle& causal, const py::handle& window,
 
 inline attnbench::Options options_of(const py::handle& causal, const py::handle& window,
                                      const py::handle& alignment, std::optional<double> scale,
-                                     std::optional<double> softcap,
+                                     std::optional<double> softcap, const py::handle& alibi,
                                      std::optional<long long> threads) {
   attnbench::Options options;
   mask_options(causal, window, alignment, options);
   if (scale) options.scale = static_cast<float>(*scale);
   if (softcap) options.softcap = static_cast<float>(*softcap);
+  if (!alibi.is_none()) {  // a sequence of floats, one per query head (the library checks both)
+    if (py::isinstance<py::str>(alibi) || !py::isinstance<py::sequence>(alibi)) {
+      if (!py::isinstance<py::array>(alibi)) {
+        throw py::type_error(
+            "alibi_slopes: expected a sequence of floats (one per query head), got " +
+            std::string(py::str(py::type::of(alibi).attr("__name__"))));
+      }
+    }
+    const py::array_t<double, py::array::c_style | py::array::forcecast> slopes =
+        py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(alibi);
+    if (!slopes || slopes.ndim() != 1) {
+      bad_value("alibi_slopes: expected one dimension of floats, one per query head");
+    }
+    for (py::ssize_t h = 0; h < slopes.shape(0); ++h) {
+      options.alibi_slopes.push_back(static_cast<float>(slopes.at(h)));
+    }
+  }
   if (threads && *threads < 0) bad_value("threads: " + std::to_string(*threads) + " must be >= 0");
   options.threads = threads ? static_cast<std::size_t>(*threads) : 0;  // None: every core
   return options;
@@ -314,7 +331,8 @@ inline attnbench::Shape shape_on_cache(const py::array& q, const attnbench::KvCa
 py::object attention(const py::handle& q_arg, const py::handle& k_arg, const py::handle& v_arg,
                      const py::handle& causal, const py::handle& window,
                      const py::handle& alignment, std::optional<double> scale,
-                     std::optional<double> softcap, const std::optional<std::string>& kernel_name,
+                     std::optional<double> softcap, const py::handle& alibi,
+                     const std::optional<std::string>& kernel_name,
                      std::optional<long long> threads, bool return_lse,
                      const py::handle& kv_dtype_arg, const py::handle& cache_arg);
 // The class KvCache: in kv_cache_binding.cpp.

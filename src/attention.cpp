@@ -31,6 +31,21 @@ constexpr std::size_t kMaxThreads = 1024;
 
 }  // namespace
 
+std::vector<float> alibi_slopes(std::size_t heads) {
+  auto powers = [](std::size_t n) {  // n a power of two: 2^(-8 (h + 1) / n)
+    std::vector<float> s(n);
+    for (std::size_t h = 0; h < n; ++h) s[h] = float(std::exp2(-8.0 * double(h + 1) / double(n)));
+    return s;
+  };
+  if (heads == 0) return {};
+  std::size_t closest = 1;
+  while (closest * 2 <= heads) closest *= 2;
+  std::vector<float> slopes = powers(closest);
+  const std::vector<float> twice = powers(2 * closest);
+  for (std::size_t h = 0; slopes.size() < heads; h += 2) slopes.push_back(twice[h]);
+  return slopes;
+}
+
 std::string_view to_string(Alignment alignment) {
   return alignment == Alignment::top_left ? "top_left" : "bottom_right";
 }
@@ -83,6 +98,19 @@ void validate(const Shape& shape, const Options& options) {
   }
   if (options.softcap && !(std::isfinite(*options.softcap) && *options.softcap > 0.0f)) {
     throw Error("options.softcap", std::to_string(*options.softcap), "must be finite and above 0");
+  }
+  if (!options.alibi_slopes.empty()) {
+    if (options.alibi_slopes.size() != shape.q_heads) {
+      throw Error(
+          "options.alibi_slopes", std::to_string(options.alibi_slopes.size()) + " slopes",
+          "must hold one per query head (shape.q_heads = " + std::to_string(shape.q_heads) + ")");
+    }
+    for (std::size_t h = 0; h < shape.q_heads; ++h) {
+      if (!std::isfinite(options.alibi_slopes[h])) {
+        throw Error("options.alibi_slopes[" + std::to_string(h) + "]",
+                    std::to_string(options.alibi_slopes[h]), "must be finite");
+      }
+    }
   }
   if (options.alignment != Alignment::bottom_right && options.alignment != Alignment::top_left) {
     throw Error("options.alignment", std::to_string(int(options.alignment)),
@@ -198,9 +226,10 @@ using kernels::RowRange;
 // The (batch, query head) slice of the problem with the key/value head it reads (its packed copy
 // `packed` when the kernel packs), or with fold > 1 the `fold` query heads from `q_head` on,
 // which share that key/value head, as one problem of fold x q_len rows.
-HeadProblem head_problem(const Shape& shape, float scale, float softcap, const KeyMask& mask,
-                         const Tensors& t, const void* packed, std::size_t capacity,
-                         std::size_t batch, std::size_t q_head, std::size_t fold = 1) {
+HeadProblem head_problem(const Shape& shape, float scale, float softcap, const float* alibi,
+                         const KeyMask& mask, const Tensors& t, const void* packed,
+                         std::size_t capacity, std::size_t batch, std::size_t q_head,
+                         std::size_t fold = 1) {
   const HeadOffsets at = head_offsets(shape, batch, q_head);
   const bool in_place = t.kv_cache == nullptr;
   return HeadProblem{.q = t.q + at.q,
@@ -212,6 +241,7 @@ HeadProblem head_problem(const Shape& shape, float scale, float softcap, const K
                      .head_dim = shape.head_dim,
                      .scale = scale,
                      .softcap = softcap,
+                     .alibi = alibi ? alibi + q_head : nullptr,
                      .mask = mask,
                      .kv_packed = packed,
                      .kv_capacity = capacity,
@@ -303,9 +333,10 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   const std::size_t per_batch = shape.q_heads / plan.group;
   auto problem = [&](std::size_t p, std::size_t slot = 0) {
     const std::size_t b = p / per_batch, h = p % per_batch * plan.group;
-    return head_problem(shape, scale, options.softcap.value_or(0.0f), mask, tensors,
-                        packed_head(head_offsets(shape, b, h).kv_head, slot), capacity, b, h,
-                        plan.group);
+    return head_problem(shape, scale, options.softcap.value_or(0.0f),
+                        options.alibi_slopes.empty() ? nullptr : options.alibi_slopes.data(), mask,
+                        tensors, packed_head(head_offsets(shape, b, h).kv_head, slot), capacity, b,
+                        h, plan.group);
   };
 
   if (splits_keys(code, shape)) {

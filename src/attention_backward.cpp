@@ -200,6 +200,9 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
         .head_dim = d,
         .scale = effective_scale(shape, options),
         .softcap = options.softcap.value_or(0.0f),
+        .alibi = options.alibi_slopes.empty()
+                     ? nullptr
+                     : options.alibi_slopes.data() + first_head % shape.q_heads,
         .mask = KeyMask(shape.q_len, shape.kv_len, options),
         .key_block = key_block,
         .dq_order = kernels::DqOrder(next + first_head * row_blocks, row_blocks),

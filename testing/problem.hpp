@@ -57,13 +57,14 @@ inline Problem random_problem(const Shape& shape, bool causal, std::uint32_t see
   return p;
 }
 
-// A test case's mask options (Options' causal, alignment and window) and soft-cap, and its name in
-// test names: "_causal", "_topleft", "_wl37", "_wr5", "_cap5".
+// A test case's mask options (Options' causal, alignment and window), soft-cap and ALiBi, and its
+// name in test names: "_causal", "_topleft", "_wl37", "_wr5", "_cap5", "_alibi".
 struct Masking {
   bool causal = false;
   Alignment alignment = Alignment::bottom_right;
   std::optional<std::size_t> left, right;
   std::optional<float> softcap;
+  bool alibi = false;  // slopes 2^-(h+1) for query head h (alibi_slopes())
 
   Masking(bool causal_mask = false) : causal(causal_mask) {}  // NOLINT: plain causal or not
   Masking(bool causal_mask, Alignment a, std::optional<std::size_t> window_left,
@@ -82,12 +83,24 @@ struct Masking {
     m.softcap = cap;
     return m;
   }
+  Masking with_alibi() const {
+    Masking m = *this;
+    m.alibi = true;
+    return m;
+  }
+  // The tests' ALiBi slopes: 2^-(h+1), steeper than a model's so that the bias decides weights.
+  static std::vector<float> alibi_slopes(std::size_t q_heads) {
+    std::vector<float> slopes(q_heads);
+    for (std::size_t h = 0; h < q_heads; ++h) slopes[h] = std::ldexp(1.0f, -int(h) - 1);
+    return slopes;
+  }
   std::string name() const {
     std::string n = causal ? "_causal" : "";
     if (alignment == Alignment::top_left) n += "_topleft";
     if (left) n += "_wl" + std::to_string(*left);
     if (right) n += "_wr" + std::to_string(*right);
     if (softcap) n += "_cap" + std::to_string(int(*softcap));
+    if (alibi) n += "_alibi";
     return n;
   }
 };
@@ -95,6 +108,7 @@ struct Masking {
 inline Problem random_problem(const Shape& shape, const Masking& mask, std::uint32_t seed) {
   Problem p = random_problem(shape, mask.causal, seed);
   mask.apply(p.options);
+  if (mask.alibi) p.options.alibi_slopes = Masking::alibi_slopes(shape.q_heads);
   return p;
 }
 
@@ -134,7 +148,12 @@ inline std::vector<MaskCase> window_cases(bool decoding) {
     cases.push_back({{1, 1, 1, 200, 200, 64}, Masking(false, a, std::nullopt).capped(30), true});
     cases.push_back({{1, 1, 1, 65, 127, 31}, Masking(true, a, 37).capped(2)});
     cases.push_back({{2, 6, 2, 17, 65, 8}, Masking(false, a, 20, 5).capped(50)});
+    // ALiBi, per query head (grouped-query heads: folded when decoding), with windows and caps
+    cases.push_back({{2, 6, 2, 17, 65, 8}, Masking(true, a, std::nullopt).with_alibi()});
+    cases.push_back({{1, 1, 1, 65, 127, 31}, Masking(false, a, std::nullopt).with_alibi()});
+    cases.push_back({{1, 3, 1, 200, 1000, 64}, Masking(true, a, 100).capped(5).with_alibi(), true});
     if (decoding) {
+      cases.push_back({{2, 4, 2, 7, 6000, 16}, Masking(true, a, std::nullopt).with_alibi()});
       cases.push_back({{1, 1, 1, 1, 5000, 64}, Masking(true, a, std::nullopt).capped(5), true});
       cases.push_back({{1, 1, 1, 1, 5000, 64}, {true, a, 300}});
       cases.push_back({{1, 1, 1, 3, 4097, 33}, {true, a, 1000}});

@@ -1,6 +1,7 @@
 // The float64 oracle, forward and backward. Plain loops, one query row at a time, in the steps of
 // the definition; no blocking, no tricks. Every kernel is tested against it.
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -25,7 +26,7 @@ void check_pointers(std::initializer_list<const void*> pointers, const char* fun
 template <class Real>
 bool row_weights(const float* q, const float* k, std::size_t d, std::size_t visible, Real scale,
                  std::vector<Real>& p, Real& lse, Real* sigma = nullptr, bool bf16_weights = false,
-                 Real softcap = 0) {
+                 Real softcap = 0, Real alibi_slope = 0, long long alibi_offset = 0) {
   constexpr Real kMinusInf = -std::numeric_limits<Real>::infinity();
   // Step 1, score: s_j = scale * q . k_j for every visible key j (soft-capped: softcap *
   // tanh(s_j / softcap)).
@@ -34,6 +35,8 @@ bool row_weights(const float* q, const float* k, std::size_t d, std::size_t visi
     for (std::size_t c = 0; c < d; ++c) dot += Real(q[c]) * Real(k[j * d + c]);
     p[j] = scale * dot;
     if (softcap > 0) p[j] = softcap * std::tanh(p[j] / softcap);
+    // ALiBi: -slope |key - diagonal|, the key j + alibi_offset from the row's diagonal
+    if (alibi_slope != 0) p[j] -= alibi_slope * Real(std::llabs((long long)j + alibi_offset));
   }
   // sigma = |scale| max_j sum_c |q_c k_jc|, skipping NaN as std::fmax does.
   if (sigma != nullptr) {
@@ -77,6 +80,10 @@ void forward_rows(const Shape& shape, const Options& options, const float* q, co
   check_pointers({q, k, v, o}, "reference_attention");
   const Real scale = effective_scale(shape, options);
   const Real softcap = Real(options.softcap.value_or(0.0f));
+  const KeyMask mask(shape.q_len, shape.kv_len, options);
+  auto slope_of = [&](std::size_t h) {
+    return options.alibi_slopes.empty() ? Real(0) : Real(options.alibi_slopes[h]);
+  };
   const std::size_t d = shape.head_dim;
   std::vector<Real> p(shape.kv_len);
 
@@ -95,7 +102,8 @@ void forward_rows(const Shape& shape, const Options& options, const float* q, co
         const std::size_t row = at.q / d + i;
         const bool weighs =
             row_weights(q + at.q + i * d, k + kv0, d, visible, scale, p, row_lse,
-                        row_sigma != nullptr ? row_sigma + row : nullptr, bf16_weights, softcap);
+                        row_sigma != nullptr ? row_sigma + row : nullptr, bf16_weights, softcap,
+                        slope_of(h), (long long)keys.begin - (long long)mask.diagonal(i));
         if (lse != nullptr) lse[row] = row_lse;
         if (row_vmax != nullptr) {
           Real vmax = 0;
@@ -150,6 +158,10 @@ void backward_sums(const Shape& shape, const Options& options, const float* q, c
   check_pointers({q, k, v, d_o, dq, dk, dv}, "reference_attention_backward");
   const Real scale = effective_scale(shape, options);
   const Real softcap = Real(options.softcap.value_or(0.0f));
+  const KeyMask mask(shape.q_len, shape.kv_len, options);
+  auto slope_of = [&](std::size_t h) {
+    return options.alibi_slopes.empty() ? Real(0) : Real(options.alibi_slopes[h]);
+  };
   const Real term_scale = kAbs ? std::fabs(scale) : scale;
   auto term = [](float x) { return kAbs ? Real(std::fabs(x)) : Real(x); };
   const std::size_t d = shape.head_dim;
@@ -166,7 +178,8 @@ void backward_sums(const Shape& shape, const Options& options, const float* q, c
         const KeySpan keys = visible_keys(shape, options, i);
         const std::size_t visible = keys.size(), kv0 = at.kv + keys.begin * d;
         Real lse;
-        if (!row_weights<Real>(qi, k + kv0, d, visible, scale, p, lse, nullptr, false, softcap)) {
+        if (!row_weights<Real>(qi, k + kv0, d, visible, scale, p, lse, nullptr, false, softcap,
+                               slope_of(h), (long long)keys.begin - (long long)mask.diagonal(i))) {
           continue;  // zero row
         }
 

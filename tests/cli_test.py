@@ -124,18 +124,30 @@ with tempfile.TemporaryDirectory() as tmp:
         "4d": ((2, 3, 9, 5), (2, 3, 12, 5)),
     }
     # mask flags and the reference's arguments: none, causal, a top-left causal window, local
-    # and a soft-cap: (causal, window, alignment, softcap)
-    masks = [([], (False, None, "bottom_right", None)), (["--causal"], (True, None, "bottom_right", None)),
-             (["--causal", "--alignment", "top_left", "--window", "5"], (True, 5, "top_left", None)),
-             (["--window", "6", "--window-right", "2"], (False, (6, 2), "bottom_right", None)),
-             (["--causal", "--softcap", "0.5"], (True, None, "bottom_right", 0.5))]
+    # and a soft-cap and ALiBi: (causal, window, alignment, softcap, alibi)
+    masks = [([], (False, None, "bottom_right", None, False)),
+             (["--causal"], (True, None, "bottom_right", None, False)),
+             (["--causal", "--alignment", "top_left", "--window", "5"], (True, 5, "top_left", None, False)),
+             (["--window", "6", "--window-right", "2"], (False, (6, 2), "bottom_right", None, False)),
+             (["--causal", "--softcap", "0.5"], (True, None, "bottom_right", 0.5, False)),
+             (["--alibi", "--alignment", "top_left"], (False, None, "top_left", None, True))]
+
+    def slopes(q):
+        """The paper's ALiBi slopes for q's heads (1 for an (n, d) array), as --alibi takes them."""
+        heads = q.shape[-3] if q.ndim >= 3 else 1
+
+        def powers(n):
+            return [2 ** (-8 * (h + 1) / n) for h in range(n)]
+        closest = 1 << (heads.bit_length() - 1)
+        return (powers(closest) + powers(2 * closest)[0::2])[:heads]
     for label, (q_shape, kv_shape) in shapes.items():
         q = rng.standard_normal(q_shape, dtype=np.float32)
         k = rng.standard_normal(kv_shape, dtype=np.float32)
         v = rng.standard_normal(kv_shape, dtype=np.float32)
         qp, kp, vp = save("q.npy", q), save("k.npy", k), save("v.npy", v)
         for kernel in kernels:
-            for flags, (causal, window, alignment, softcap) in masks:
+            for flags, (causal, window, alignment, softcap, alibi) in masks:
+                alibi = slopes(q) if alibi else None
                 out = path("o.npy")
                 args = ["run", "--q", qp, "--k", kp, "--v", vp, "--out", out, "--kernel", kernel,
                         "--threads", "2", "--scale", "0.3"] + flags
@@ -148,10 +160,10 @@ with tempfile.TemporaryDirectory() as tmp:
                 check(name + " shape", o.shape == q.shape and o.dtype == np.float32, str(o.shape))
                 if "-bf16" in kernel:  # bf16 products: on the rounded inputs, weights rounded too
                     err = np.abs(o - reference(*(stored(x, "bf16") for x in (q, k, v)), causal, 0.3, window,
-                                               alignment, softcap)).max()
+                                               alignment, softcap, alibi)).max()
                     check(name + " matches numpy", err < 2 ** -8 * np.abs(v).max(), f"max error {err}")
                 else:
-                    err = np.abs(o - reference(q, k, v, causal, 0.3, window, alignment, softcap)).max()
+                    err = np.abs(o - reference(q, k, v, causal, 0.3, window, alignment, softcap, alibi)).max()
                     check(name + " matches numpy", err < 1e-4, f"max error {err}")
                 check(name + " reports", kernel in r.stdout and "scratch" in r.stdout
                       and " ms" in r.stdout, r.stdout)
@@ -171,7 +183,8 @@ with tempfile.TemporaryDirectory() as tmp:
         d_o = rng.standard_normal(q_shape, dtype=np.float32)
         qp, kp, vp, dop = save("q.npy", q), save("k.npy", k), save("v.npy", v), save("do.npy", d_o)
         for kernel in backward_kernels:
-            for flags, (causal, window, alignment, softcap) in masks:
+            for flags, (causal, window, alignment, softcap, alibi) in masks:
+                alibi = slopes(q) if alibi else None
                 grads = [path(f"d{x}.npy") for x in "qkv"]
                 args = ["backward", "--q", qp, "--k", kp, "--v", vp, "--do", dop, "--dq", grads[0],
                         "--dk", grads[1], "--dv", grads[2], "--kernel", kernel, "--threads", "2",
@@ -181,7 +194,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 check(name, r.returncode == 0, r.stderr)
                 if r.returncode != 0:
                     continue
-                want = reference_backward(q, k, v, d_o, causal, 0.3, window, alignment, softcap)
+                want = reference_backward(q, k, v, d_o, causal, 0.3, window, alignment, softcap, alibi)
                 for grad, expected, shape in zip(grads, want, (q.shape, k.shape, v.shape)):
                     got = np.load(grad)
                     what = f"{name} {os.path.basename(grad)}"

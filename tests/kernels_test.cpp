@@ -326,18 +326,21 @@ TEST_P(EveryKernel, MultithreadedOutputIsBitwiseIdentical) {
   // not: without the mask every row costs the same, so the driver's split differs. Windows: a
   // row block's first key block then depends on its rows.
   constexpr Alignment kTopLeft = Alignment::top_left, kBottomRight = Alignment::bottom_right;
-  for (const auto& [shape, mask] : {std::pair<Shape, Masking>{Shape{1, 3, 1, 300, 257, 33}, true},
-                                    {Shape{1, 2, 1, 2, 9000, 40}, true},
-                                    {Shape{2, 8, 2, 17, 1000, 40}, true},
-                                    {Shape{2, 16, 4, 500, 300, 24}, true},
-                                    {Shape{1, 3, 1, 300, 257, 33}, false},
-                                    {Shape{1, 2, 1, 2, 9000, 40}, false},
-                                    {Shape{2, 8, 2, 17, 1000, 40}, false},
-                                    {Shape{2, 16, 4, 500, 300, 24}, false},
-                                    {Shape{1, 3, 1, 300, 257, 33}, {true, kBottomRight, 50}},
-                                    {Shape{1, 2, 1, 2, 9000, 40}, {true, kBottomRight, 3000}},
-                                    {Shape{2, 8, 2, 17, 1000, 40}, {true, kTopLeft, 200}},
-                                    {Shape{2, 16, 4, 500, 300, 24}, {false, kTopLeft, 40, 10}}}) {
+  for (const auto& [shape, mask] :
+       {std::pair<Shape, Masking>{Shape{1, 3, 1, 300, 257, 33}, true},
+        {Shape{1, 2, 1, 2, 9000, 40}, true},
+        {Shape{2, 8, 2, 17, 1000, 40}, true},
+        {Shape{2, 16, 4, 500, 300, 24}, true},
+        {Shape{1, 3, 1, 300, 257, 33}, false},
+        {Shape{1, 2, 1, 2, 9000, 40}, false},
+        {Shape{2, 8, 2, 17, 1000, 40}, false},
+        {Shape{2, 16, 4, 500, 300, 24}, false},
+        {Shape{1, 3, 1, 300, 257, 33}, {true, kBottomRight, 50}},
+        {Shape{1, 2, 1, 2, 9000, 40}, {true, kBottomRight, 3000}},
+        {Shape{2, 8, 2, 17, 1000, 40}, {true, kTopLeft, 200}},
+        {Shape{2, 16, 4, 500, 300, 24}, {false, kTopLeft, 40, 10}},
+        {Shape{2, 8, 2, 17, 1000, 40}, Masking(true, kBottomRight, std::nullopt).with_alibi()},
+        {Shape{1, 3, 1, 300, 257, 33}, Masking(true, kTopLeft, 64).capped(5)}}) {
     Problem p = random_problem(shape, mask, 23);
     Workspace ws;
     const std::vector<float> serial = run(kernel(), p, ws);

@@ -93,6 +93,16 @@ const BadCall kBadCalls[] = {
      "nan"},
     {"softcap inf", [](Shape&, Options& o, Tensors&) { o.softcap = INFINITY; }, "options.softcap",
      "inf"},
+    {"alibi slopes of the wrong count",
+     [](Shape&, Options& o, Tensors&) {
+       o.alibi_slopes = {0.5f, 0.25f, 0.125f};
+     },
+     "options.alibi_slopes", "3 slopes"},
+    {"alibi slope NaN",
+     [](Shape& s, Options& o, Tensors&) {
+       o.alibi_slopes.assign(s.q_heads, 0.5f), o.alibi_slopes[0] = NAN;
+     },
+     "options.alibi_slopes[0]", "nan"},
     {"alignment out of range",
      [](Shape&, Options& o, Tensors&) { o.alignment = static_cast<Alignment>(7); },
      "options.alignment", "7"},
@@ -272,6 +282,18 @@ TEST(Bf16Validation, QueryBeyondBfloat16IsAnErrorNamingIt) {
   } catch (const Error& e) {
     EXPECT_EQ(e.field(), "gradients.d_o") << e.what();
   }
+}
+
+// ALiBi's slopes as the paper's get_slopes gives them: 8 heads 2^-1 ... 2^-8; 6 heads those of 4
+// (2^-2, 2^-4, 2^-6, 2^-8) then every other one of 8 (2^-1, 2^-3).
+TEST(Alibi, SlopesAsThePaperDefines) {
+  const std::vector<float> eight = alibi_slopes(8), six = alibi_slopes(6);
+  ASSERT_EQ(eight.size(), 8u);
+  for (int h = 0; h < 8; ++h) EXPECT_EQ(eight[h], std::ldexp(1.0f, -h - 1));
+  const std::vector<float> want = {0x1p-2f, 0x1p-4f, 0x1p-6f, 0x1p-8f, 0x1p-1f, 0x1p-3f};
+  EXPECT_EQ(six, want);
+  EXPECT_TRUE(alibi_slopes(0).empty());
+  EXPECT_EQ(alibi_slopes(1), std::vector<float>{0x1p-8f});
 }
 
 TEST(Registry, NamesAreUniqueAndWellFormed) {

@@ -4,11 +4,12 @@
 //                                                   whether it runs here
 //   attnbench run --q Q.npy --k K.npy --v V.npy --out O.npy [--kernel NAME] [--threads N]
 //                 [--causal] [--alignment bottom_right|top_left] [--window W]
-//                 [--window-right W] [--scale S] [--softcap C] [--memory-budget BYTES]
+//                 [--window-right W] [--scale S] [--softcap C] [--alibi] [--memory-budget BYTES]
 //                 [--kv-dtype f32|f16|bf16]
 //   attnbench backward --q Q.npy --k K.npy --v V.npy --do dO.npy --dq dQ.npy --dk dK.npy
 //                 --dv dV.npy [--kernel NAME] [--threads N] [--causal] [--alignment A]
-//                 [--window W] [--window-right W] [--scale S] [--softcap C] [--memory-budget BYTES]
+//                 [--window W] [--window-right W] [--scale S] [--softcap C] [--alibi]
+//                 [--memory-budget BYTES]
 //                 [--kv-dtype f32]
 //                                                   the kernel's forward (O, LSE), then its
 //                                                   backward
@@ -100,6 +101,7 @@ struct CallArgs {
   std::string alignment = "bottom_right";
   std::optional<std::size_t> window_left, window_right;
   std::optional<float> scale, softcap;
+  bool alibi = false;
   std::size_t memory_budget = 0;
   std::string kv_dtype = "f32";
 };
@@ -130,6 +132,9 @@ void add_call_options(CLI::App* cmd, CallArgs& args, const char* kernel_help,
   cmd->add_option("--scale", args.scale, "score scale (default 1/sqrt(d))");
   cmd->add_option("--softcap", args.softcap,
                   "logit soft-capping: every scaled score s becomes C tanh(s / C) (Gemma 2)");
+  cmd->add_flag(
+      "--alibi", args.alibi,
+      "ALiBi with the paper's slopes, one per query head: -slope |j - diagonal| per score");
   cmd->add_option("--memory-budget", args.memory_budget,
                   "largest naive score matrix in bytes (default: half of RAM; a naive backward "
                   "holds two, P and dS)");
@@ -207,6 +212,7 @@ Call read_call(const CallArgs& args) {
   call.options.window_right = args.window_right;
   call.options.scale = args.scale;
   call.options.softcap = args.softcap;
+  if (args.alibi) call.options.alibi_slopes = attnbench::alibi_slopes(call.shape.q_heads);
   call.options.threads = args.threads;
   call.options.memory_budget_bytes = args.memory_budget;
   call.options.kv_type = kv_type_of(args);
@@ -248,6 +254,7 @@ std::string describe(const attnbench::Kernel& kernel, std::size_t threads, const
   if (aligned && options.alignment == attnbench::Alignment::top_left) out += " top_left";
   if (options.window_left) out += " window " + std::to_string(*options.window_left);
   if (options.window_right) out += " window_right " + std::to_string(*options.window_right);
+  if (!options.alibi_slopes.empty()) out += " alibi";
   if (options.softcap) {
     char cap[32];
     std::snprintf(cap, sizeof cap, " softcap %g", double(*options.softcap));

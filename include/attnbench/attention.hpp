@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "attnbench/registry.hpp"
 #include "attnbench/types.hpp"
@@ -48,6 +49,10 @@ struct Options {
   // Logit soft-capping (Gemma 2): every scaled score s becomes softcap * tanh(s / softcap), so
   // that none exceeds softcap in magnitude. Unset: none. Finite and above 0.
   std::optional<float> softcap;
+  // ALiBi (Press et al., 2022; BLOOM, MPT): one slope per query head; head h adds
+  // -alibi_slopes[h] * |j - d(i)| to the (soft-capped) score of row i and key j, d(i) the row's
+  // diagonal key (`alignment`), as FlashAttention's alibi_slopes. Empty: none. Finite.
+  std::vector<float> alibi_slopes;
   // Largest naive score matrix (bytes) a call may materialise; 0 means half of physical RAM.
   std::size_t memory_budget_bytes = 0;
   // Worker threads for attention(); 0 means every core, 1 runs inline on the caller's thread.
@@ -133,6 +138,8 @@ class KeyMask {
   constexpr std::size_t last_row(std::size_t j) const {
     return std::size_t(clamp(std::int64_t(j) + left_ - diagonal0_, 0, q_len_));
   }
+  // Row i's diagonal key (negative, or past the keys, where the alignment puts it there).
+  constexpr std::int64_t diagonal(std::size_t i) const { return std::int64_t(i) + diagonal0_; }
   // The first key row i's window reaches (0 without a window; kv_len if past the keys): its
   // begin before it is clamped to its end.
   constexpr std::size_t window_start(std::size_t i) const {
@@ -218,6 +225,11 @@ const Kernel& attention_backward(const Kernel& kernel, const Shape& shape, const
 // Checks everything about a backward call without allocating; throws Error.
 void validate_backward(const Kernel& kernel, const Shape& shape, const Options& options,
                        const Tensors& forward, const Gradients& gradients);
+
+// ALiBi's slopes for `heads` query heads as the paper (and BLOOM) define them: 2^(-8 (h + 1) / H)
+// for H a power of two, else those of the largest power of two below H followed by every other
+// slope of twice it.
+std::vector<float> alibi_slopes(std::size_t heads);
 
 // The scale a call uses: options.scale, or 1 / sqrt(head_dim) when it is unset.
 float effective_scale(const Shape& shape, const Options& options);

@@ -1,5 +1,6 @@
 """Type stubs of the extension attnbench._core (python/attnbench_module.cpp): what editors, type
 checkers and help() show. Keep in step with the module's signatures."""
+from collections.abc import Sequence
 from typing import Any, Literal, TypeAlias, TypedDict, overload
 
 import numpy as np
@@ -93,13 +94,13 @@ class KvCache:
     @overload
     def attention(self, q: Float32Array, *, causal: Causal = False, window: Window = None,
                   alignment: Alignment | None = None, scale: float | None = None,
-                  softcap: float | None = None,
+                  softcap: float | None = None, alibi_slopes: Sequence[float] | None = None,
                   kernel: str | None = None, threads: int | None = None,
                   return_lse: Literal[False] = False) -> Float32Array: ...
     @overload
     def attention(self, q: Float32Array, *, causal: Causal = False, window: Window = None,
                   alignment: Alignment | None = None, scale: float | None = None,
-                  softcap: float | None = None,
+                  softcap: float | None = None, alibi_slopes: Sequence[float] | None = None,
                   kernel: str | None = None, threads: int | None = None,
                   return_lse: Literal[True]) -> tuple[Float32Array, Float32Array]: ...
     def __len__(self) -> int:
@@ -136,21 +137,21 @@ class KvCache:
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
               causal: Causal = False, window: Window = None,
                   alignment: Alignment | None = None, scale: float | None = None,
-                  softcap: float | None = None, kernel: str | None = None,
+                  softcap: float | None = None, alibi_slopes: Sequence[float] | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: Literal[False] = False,
               kv_dtype: KvDtype | None = None, cache: KvCache | None = None) -> Float32Array: ...
 @overload
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
               causal: Causal = False, window: Window = None,
                   alignment: Alignment | None = None, scale: float | None = None,
-                  softcap: float | None = None, kernel: str | None = None,
+                  softcap: float | None = None, alibi_slopes: Sequence[float] | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: Literal[True],
               kv_dtype: KvDtype | None = None,
               cache: KvCache | None = None) -> tuple[Float32Array, Float32Array]: ...
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
               causal: Causal = False, window: Window = None,
                   alignment: Alignment | None = None, scale: float | None = None,
-                  softcap: float | None = None, kernel: str | None = None,
+                  softcap: float | None = None, alibi_slopes: Sequence[float] | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: bool = False,
               kv_dtype: KvDtype | None = None,
               cache: KvCache | None = None) -> Float32Array | tuple[Float32Array, Float32Array]:
@@ -167,6 +168,7 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
         alignment: where the diagonal sits, "bottom_right" (default) or "top_left".
         scale: multiplies every score, default 1/sqrt(d).
         softcap: None, or C: every scaled score s becomes C tanh(s / C) (Gemma 2).
+        alibi_slopes: ALiBi, one slope per query head (alibi_slopes() gives the paper's).
         kernel: a name from kernels(), default the first that runs here (with cache: the cache's).
         threads: worker threads, None for every core.
         return_lse: also return each query row's log-sum-exp (what attention_backward takes).
@@ -184,7 +186,7 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
 def attention_backward(q: Float32Array, k: Float32Array, v: Float32Array, o: Float32Array,
                        lse: Float32Array, d_o: Float32Array, *, causal: Causal = False,
                        window: Window = None, alignment: Alignment | None = None,
-                       scale: float | None = None, softcap: float | None = None, kernel: str | None = None,
+                       scale: float | None = None, softcap: float | None = None, alibi_slopes: Sequence[float] | None = None, kernel: str | None = None,
                        threads: int | None = None) -> tuple[Float32Array, Float32Array, Float32Array]:
     """(dQ, dK, dV) of the loss whose gradient with respect to O is d_o.
 
@@ -192,13 +194,16 @@ def attention_backward(q: Float32Array, k: Float32Array, v: Float32Array, o: Flo
         q, k, v: as given to attention().
         o, lse: as attention(..., return_lse=True) returned them.
         d_o: gradient of the loss with respect to O, of q's shape.
-        causal, window, alignment, scale, softcap: as given to attention().
+        causal, window, alignment, scale, softcap, alibi_slopes: as given to attention().
         kernel: a kernel whose has_backward is true, default the first available one.
         threads: worker threads, None for every core; the result is the same for any.
 
     Returns:
         dQ of q's shape, dK and dV of k's shape.
     """
+
+def alibi_slopes(heads: int) -> list[float]:
+    """ALiBi's slopes for `heads` query heads, as the paper defines them."""
 
 def kernels() -> list[KernelInfo]:
     """Every registry kernel in priority order."""

@@ -54,6 +54,12 @@ inline float log_sum_exp(float m, float l) {
 // NaN gradients where the oracle's are finite. NaN stays NaN (the comparison is false).
 inline float at_most_zero(float x) { return x > 0.0f ? 0.0f : x; }
 
+// ALiBi's bias for key j of a row whose diagonal key is `diagonal`: -slope |j - diagonal|.
+inline float alibi_bias(float slope, std::size_t j, std::int64_t diagonal) {
+  const std::int64_t distance = std::int64_t(j) - diagonal;
+  return -slope * float(distance < 0 ? -distance : distance);
+}
+
 // A scaled score soft-capped (Options::softcap, cap > 0): cap * tanh(s / cap).
 inline float soft_capped(float s, float cap) { return cap * __builtin_tanhf(s / cap); }
 // The backward's factor for it, the derivative 1 - tanh(x)^2 at x = s / cap, as

@@ -37,7 +37,9 @@ struct HeadProblem {
   std::size_t head_dim;
   float scale;
   float softcap = 0.0f;  // Options::softcap, 0 for none
-  KeyMask mask;          // which keys each of a head's rows sees, for head_rows rows
+  // ALiBi: the slopes of the problem's query heads (row i's: alibi[i / head_rows]), or null
+  const float* alibi = nullptr;
+  KeyMask mask;  // which keys each of a head's rows sees, for head_rows rows
   // This key/value head packed by KernelCode::packing (in the kernel's storage type), if any,
   // laid out for kv_capacity keys (kv_len for a call's own copy, more in a KvCache).
   const void* kv_packed = nullptr;
@@ -48,6 +50,14 @@ struct HeadProblem {
   // for the mask.
   std::size_t head_rows = 0;
 
+  // Row i's ALiBi slope (0 without ALiBi) and diagonal key: its score for key j gains
+  // -slope * |j - diagonal|.
+  float alibi_slope(std::size_t i) const {
+    return alibi ? alibi[i < head_rows ? 0 : i / head_rows] : 0.0f;
+  }
+  std::int64_t diagonal(std::size_t i) const {
+    return mask.diagonal(i < head_rows ? i : i % head_rows);
+  }
   // The keys query row i sees: attnbench::KeyMask for this head.
   KeySpan visible(std::size_t i) const { return mask.row(i < head_rows ? i : i % head_rows); }
   // The keys any of rows [i, i + count) sees: a block skips the keys outside them.
@@ -112,7 +122,8 @@ struct BackwardProblem {
   std::size_t kv_len;
   std::size_t head_dim;
   float scale;
-  float softcap;  // Options::softcap, 0 for none
+  float softcap;       // Options::softcap, 0 for none
+  const float* alibi;  // ALiBi: the group's query heads' slopes (head g's: alibi[g]), or null
   KeyMask mask;
   std::size_t key_block;  // Backward::key_block(head_dim): a task's keys start at its multiples
   DqOrder dq_order;       // heads counted from the group's first query head

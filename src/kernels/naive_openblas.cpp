@@ -56,9 +56,14 @@ void naive_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
   for (std::size_t r = 0; r < row_count; ++r) {
     const KeySpan visible = head.visible(rows.begin + r);
     float scale = head.scale;
-    if (head.softcap > 0.0f) {  // the scores scaled and capped first; then the sweep's scale is 1
-      for (std::size_t j = visible.begin; j < visible.end; ++j)
-        S[r * n + j] = soft_capped(head.scale * S[r * n + j], head.softcap);
+    if (head.softcap > 0.0f || head.alibi) {  // scaled, capped, biased first: the sweep's scale 1
+      const std::size_t i = rows.begin + r;
+      for (std::size_t j = visible.begin; j < visible.end; ++j) {
+        float x = head.scale * S[r * n + j];
+        if (head.softcap > 0.0f) x = soft_capped(x, head.softcap);
+        if (head.alibi) x += alibi_bias(head.alibi_slope(i), j, head.diagonal(i));
+        S[r * n + j] = x;
+      }
       scale = 1.0f;
     }
     const float l = softmax_row(S + r * n + visible.begin, visible.size(), scale,

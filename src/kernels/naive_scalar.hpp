@@ -35,6 +35,10 @@ void naive_loops(const HeadProblem& head, RowRange rows, Workspace& ws) {
       for (std::size_t c = 0; c < d; ++c) dot += q[c] * k[c];
       S[r * n + j] =
           head.softcap > 0.0f ? soft_capped(head.scale * dot, head.softcap) : head.scale * dot;
+      if (head.alibi) {
+        const std::size_t i = rows.begin + r;
+        S[r * n + j] += alibi_bias(head.alibi_slope(i), j, head.diagonal(i));
+      }
     }
     keys[r] = visible;
   }

@@ -37,8 +37,9 @@ void naive_backward_rows(const BackwardProblem& pb, std::size_t g, RowRange rows
         slope = soft_cap_slope(score / pb.softcap);
         score = soft_capped(score, pb.softcap);
       }
-      p[j] = scalar_exp(at_most_zero(score - lse[i]));  // P = exp(S - LSE)
-      ds[j] = pb.scale * p[j] * (dp - delta) * slope;   // dS = scale P (dO V^T - D)
+      if (pb.alibi) score += alibi_bias(pb.alibi[g], j, pb.mask.diagonal(i));  // no slope factor
+      p[j] = scalar_exp(at_most_zero(score - lse[i]));                         // P = exp(S - LSE)
+      ds[j] = pb.scale * p[j] * (dp - delta) * slope;  // dS = scale P (dO V^T - D)
     }
     for (std::size_t j = visible.begin; j < visible.end; ++j) {  // dQ = dS K
       for (std::size_t c = 0; c < d; ++c) dq[i * d + c] += ds[j] * pb.k[j * d + c];

@@ -108,12 +108,14 @@ struct SimdBackward : Simd<Arch> {
   // (tiles of rows with `stride` floats), over each row's keys [keys.begin[r], keys.end[r]) and
   // zero elsewhere up to `fill` keys (a multiple of W). `packed`: q and d_o are the group's rows
   // packed by Simd::pack_q. `cap` > 0: scores soft-capped (S = cap tanh(scale s / cap), and dS
-  // carries the cap's derivative 1 - tanh^2).
+  // carries the cap's derivative 1 - tanh^2). `alibi_slope` != 0: ALiBi's -alibi_slope |j + offset
+  // - r| added to row r's score at index j (offset: the block's first key minus row 0's diagonal
+  // key).
   static void group_gradients(const float* q, const float* d_o, std::size_t d, const float* kt,
                               const float* vt, const float* lse, const float* delta, float scale,
-                              float cap, std::size_t mr, const typename S::BlockKeys& keys,
-                              std::size_t fill, float* p, float* ds, std::size_t stride,
-                              bool packed = false) {
+                              float cap, float alibi_slope, double offset, std::size_t mr,
+                              const typename S::BlockKeys& keys, std::size_t fill, float* p,
+                              float* ds, std::size_t stride, bool packed = false) {
     if (keys.any()) {  // from the panel of the first key a row sees (a window's edge block)
       const std::size_t p0 = keys.first / S::NR * S::NR;
       S::score_group(q, mr, d, kt + p0 * d, keys.widest - p0, p + p0, stride, false,
@@ -121,7 +123,10 @@ struct SimdBackward : Simd<Arch> {
       S::score_group(d_o, mr, d, vt + p0 * d, keys.widest - p0, ds + p0, stride, false,
                      packed);  // dP = dO V^T
     }
-    const batch sc(scale), c(cap), inv_c(cap > 0.0f ? 1.0f / cap : 0.0f);
+    const batch sc(scale), c(cap), inv_c(cap > 0.0f ? 1.0f / cap : 0.0f), minus_slope(-alibi_slope);
+    alignas(64) static constexpr float kLane[16] = {0, 1, 2,  3,  4,  5,  6,  7,
+                                                    8, 9, 10, 11, 12, 13, 14, 15};
+    const batch lane = batch::load_aligned(kLane);
     for (std::size_t r = 0; r < mr; ++r) {
       float* pr = p + r * stride;
       float* dr = ds + r * stride;
@@ -137,6 +142,11 @@ struct SimdBackward : Simd<Arch> {
         batch score = batch::load_aligned(pr + j) * sc, slope(1.0f);
         if (cap > 0.0f) {
           score = c * S::tanh(score * inv_c, slope);
+        }
+        if (alibi_slope != 0.0f) {
+          const batch distance =
+              xsimd::abs(lane + batch(static_cast<float>(double(j) + offset - double(r))));
+          score = xsimd::fma(minus_slope, distance, score);
         }
         const batch x = S::mask_span(score - lse_r, j, begin, end);
         const batch pj = S::exp(xsimd::select(x > batch(0.0f), batch(0.0f), x));  // at_most_zero
@@ -339,8 +349,9 @@ struct TiledSimdBackward : SimdBackward<Arch> {
           float* p = p_block + g0 * St;
           float* ds = ds_block + g0 * St;
           B::group_gradients(q_packed + g0 * d, d_o_packed + g0 * d, d, kt, vt, lse + i0 + g0,
-                             delta + i0 + g0, pb.scale, pb.softcap, mr, seen, fill, p, ds, St,
-                             true);
+                             delta + i0 + g0, pb.scale, pb.softcap, pb.alibi ? pb.alibi[g] : 0.0f,
+                             double(j0) - double(pb.mask.diagonal(i0 + g0)), mr, seen, fill, p, ds,
+                             St, true);
           S::blend_group(mr, seen, ds, St, k_rows, dp, nullptr, dq_part + g0 * dp);  // dQ += dS K
         }
 
@@ -393,8 +404,9 @@ struct NaiveSimdBackward : SimdBackward<Arch> {
           float* ds = pb.ds + (i0 + g0) * stride + j0;
           B::group_gradients(q + (i0 + g0) * d, d_o + (i0 + g0) * d, d, pb.kv_packed + j0 * d,
                              B::vt_panels(pb.kv_packed, pb.kv_len, d) + j0 * d, lse + i0 + g0,
-                             delta + i0 + g0, pb.scale, pb.softcap, mr, seen, round_up(bc, S::W), p,
-                             ds, stride);
+                             delta + i0 + g0, pb.scale, pb.softcap, pb.alibi ? pb.alibi[g] : 0.0f,
+                             double(j0) - double(pb.mask.diagonal(i0 + g0)), mr, seen,
+                             round_up(bc, S::W), p, ds, stride);
           S::blend_group(mr, seen, ds, stride, k_rows + j0 * dp, dp, nullptr, dq_acc + g0 * dp);
         }
       }

@@ -99,12 +99,24 @@ struct SimdSoftmax : SimdStorage<Arch> {
         xsimd::select(near_zero, batch(1.0f) - small * small, batch(4.0f) * e / (one_e * one_e));
     return xsimd::select(near_zero, small, big) ^ xsimd::bitofsign(x);
   }
-  // Scores soft-capped in place over the vectors that hold s[begin, end): s = cap tanh(scale s /
-  // cap), scaled once here (the softmax sweeps then take a scale of 1).
-  static void cap_scores(float* s, std::size_t begin, std::size_t end, float scale, float cap) {
-    const batch sc(scale), c(cap), inv(1.0f / cap);
+  // Scores modified in place over the vectors that hold s[begin, end), scaled once here (the
+  // softmax sweeps then take a scale of 1): s = scale s, soft-capped to cap tanh(s / cap) when
+  // cap > 0, plus ALiBi's -slope |j + offset| for the score at index j when slope != 0 (offset:
+  // the first key's index minus the row's diagonal key).
+  static void modify_scores(float* s, std::size_t begin, std::size_t end, float scale, float cap,
+                            float slope, double offset) {
+    const batch sc(scale), c(cap), inv(cap > 0.0f ? 1.0f / cap : 0.0f), minus_slope(-slope);
+    alignas(64) static constexpr float kLane[16] = {0, 1, 2,  3,  4,  5,  6,  7,
+                                                    8, 9, 10, 11, 12, 13, 14, 15};
+    const batch lane = batch::load_aligned(kLane);
     for (std::size_t j = begin / W * W; j < end; j += W) {
-      (c * tanh(batch::load_aligned(s + j) * sc * inv)).store_aligned(s + j);
+      batch x = batch::load_aligned(s + j) * sc;
+      if (cap > 0.0f) x = c * tanh(x * inv);
+      if (slope != 0.0f) {
+        const batch distance = xsimd::abs(lane + batch(static_cast<float>(double(j) + offset)));
+        x = xsimd::fma(minus_slope, distance, x);
+      }
+      x.store_aligned(s + j);
     }
   }
 

@@ -151,6 +151,9 @@ struct TiledBf16Backward : TiledBf16<Arch> {
 
     const RowRange seen_rows = B::row_blocks(pb, j0, bc, rows);
     using batch = typename S::batch;
+    alignas(64) static constexpr float kLane[16] = {0, 1, 2,  3,  4,  5,  6,  7,
+                                                    8, 9, 10, 11, 12, 13, 14, 15};
+    const batch lane = batch::load_aligned(kLane);
     const batch sc(pb.scale), cap(pb.softcap),
         inv_cap(pb.softcap > 0.0f ? 1.0f / pb.softcap : 0.0f);
     for (std::size_t g = 0; g < pb.group; ++g) {
@@ -190,6 +193,11 @@ struct TiledBf16Backward : TiledBf16<Arch> {
                 batch score = batch::load_aligned(pr + j) * sc, slope(1.0f);
                 if (pb.softcap > 0.0f) {
                   score = cap * S::tanh(score * inv_cap, slope);
+                }
+                if (pb.alibi) {  // ALiBi: -slope |key - diagonal|
+                  const double offset = double(j0 + j) - double(pb.mask.diagonal(i0 + g0 + r));
+                  const batch distance = xsimd::abs(lane + batch(static_cast<float>(offset)));
+                  score = xsimd::fma(batch(-pb.alibi[g]), distance, score);
                 }
                 const auto x = S::mask_span(score - lse_r, j, from, to);
                 pj = S::exp(xsimd::select(x > batch(0.0f), batch(0.0f), x));

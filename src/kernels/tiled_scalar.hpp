@@ -75,6 +75,8 @@ void tiled_loops(const HeadProblem& head, RowRange rows, KeyRange keys, const Pa
           }
           s[c] = head.scale * dot;
           if (head.softcap > 0.0f) s[c] = soft_capped(s[c], head.softcap);
+          if (head.alibi)
+            s[c] += alibi_bias(head.alibi_slope(i0 + r), j0 + c, head.diagonal(i0 + r));
           block_max = s[c] > block_max ? s[c] : block_max;
         }
 

@@ -69,6 +69,7 @@ void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, RowRange rows
             slope = soft_cap_slope(score / pb.softcap);
             score = soft_capped(score, pb.softcap);
           }
+          if (pb.alibi) score += alibi_bias(pb.alibi[g], j0 + j, pb.mask.diagonal(i));
           const float p = scalar_exp(at_most_zero(score - lse[i]));
           const float ds = pb.scale * p * (dp - delta[i]) * slope;
           const float p_in = in(p), ds_in = in(ds);

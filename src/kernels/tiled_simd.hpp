@@ -77,15 +77,16 @@ struct TiledSimd : Simd<Arch> {
 
     // The online softmax of a group of mr rows against the block, their scores in S at s (Bc
     // floats a row): their max m and sum l updated, a[r] = exp(m_old - m_new); whether any row's
-    // max moved (its accumulator then needs the rescale).
+    // max moved (its accumulator then needs the rescale). Rows from query row i, keys from j0.
     auto softmax_group = [&](float* s, float* a, std::size_t mr, const typename S::BlockKeys& seen,
-                             float* m, float* l) {
+                             float* m, float* l, std::size_t i, std::size_t j0) {
       bool rescale = false;
       for (std::size_t r = 0; r < mr; ++r) {
         float* s_r = s + r * Ss;
         float scale = head.scale;
-        if (head.softcap > 0.0f) {  // capped in place, scaled: the sweeps' scale is then 1
-          S::cap_scores(s_r, seen.begin[r], seen.end[r], head.scale, head.softcap);
+        if (head.softcap > 0.0f || head.alibi) {  // modified in place, scaled: the sweeps' is 1
+          S::modify_scores(s_r, seen.begin[r], seen.end[r], head.scale, head.softcap,
+                           head.alibi_slope(i + r), double(j0) - double(head.diagonal(i + r)));
           scale = 1.0f;
         }
         const float block_max = S::scale_and_max(s_r, seen.begin[r], seen.end[r], scale);
@@ -125,7 +126,7 @@ struct TiledSimd : Simd<Arch> {
         }
         bool rescale = false;
         if constexpr ((Phases & kSoftmaxPhase) != 0) {
-          rescale = softmax_group(s_tile, alpha, mr, seen, m + g, l + g);
+          rescale = softmax_group(s_tile, alpha, mr, seen, m + g, l + g, i0 + g, j0);
         }
         // O = O * exp(m_old - m_new) + P V
         if constexpr ((Phases & kBlendPhase) != 0) {
@@ -164,8 +165,9 @@ struct TiledSimd : Simd<Arch> {
       if constexpr ((Phases & kSoftmaxPhase) != 0) {
         for (std::size_t g = 0; g < br; g += group) {
           const std::size_t mr = min_of(group, br - g);
-          rescale[g / group] = softmax_group(s_tile + g * Ss, alpha + g, mr,
-                                             S::block_keys(head, i0 + g, mr, j0, bc), m + g, l + g);
+          rescale[g / group] =
+              softmax_group(s_tile + g * Ss, alpha + g, mr, S::block_keys(head, i0 + g, mr, j0, bc),
+                            m + g, l + g, i0 + g, j0);
         }
       }
       if constexpr ((Phases & kBlendPhase) != 0) {

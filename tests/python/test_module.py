@@ -75,6 +75,30 @@ class Results(unittest.TestCase):
         self.assertRaisesRegex(attnbench.Error, r"^options.softcap = nan", attnbench.attention, q, k, v,
                                softcap=float("nan"))
 
+    def test_alibi_matches_the_reference_forward_and_backward(self):
+        q, k, v, d_o = normal(6, 30, 8, seed=15), normal(2, 45, 8, seed=16), normal(2, 45, 8, seed=17), \
+            normal(6, 30, 8, seed=18)
+        slopes = attnbench.alibi_slopes(6)
+        self.assertEqual(len(slopes), 6)
+        for mask in (dict(causal=True), dict(), dict(causal="top_left", window=7)):
+            causal = mask.get("causal", False)
+            alignment = causal if isinstance(causal, str) else "bottom_right"
+            want = reference(q, k, v, causal is not False, None, mask.get("window"), alignment, alibi=slopes)
+            expected = reference_backward(q, k, v, d_o, causal is not False, None, mask.get("window"), alignment,
+                                          alibi=slopes)
+            for kernel in ("tiled/scalar", None):
+                o, lse = attnbench.attention(q, k, v, alibi_slopes=slopes, kernel=kernel, return_lse=True, **mask)
+                np.testing.assert_allclose(o, want, atol=2e-6, err_msg=f"{kernel} {mask}")
+                grads = attnbench.attention_backward(q, k, v, o, lse, d_o, alibi_slopes=np.array(slopes),
+                                                     kernel=kernel, **mask)
+                for name, got, e in zip(("dq", "dk", "dv"), grads, expected):
+                    self.assertLess(relative_error(got, e), 1e-5, f"{kernel} {name} {mask}")
+        self.assertRaisesRegex(attnbench.Error, r"^options.alibi_slopes = 2 slopes: must hold one per query head",
+                               attnbench.attention, q, k, v, alibi_slopes=[0.5, 0.25])
+        self.assertRaisesRegex(attnbench.Error, r"^options.alibi_slopes\[1\] = nan", attnbench.attention, q, k, v,
+                               alibi_slopes=[0.5, float("nan"), 1, 1, 1, 1])
+        self.assertRaises(TypeError, attnbench.attention, q, k, v, alibi_slopes="steep")
+
     def test_window_arguments_are_checked(self):
         q = normal(8, 4, seed=10)
         self.assertRaisesRegex(ValueError, r"^window: 0 must be at least 1", attnbench.attention, q, q, q, window=0)
