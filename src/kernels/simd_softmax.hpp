@@ -85,18 +85,22 @@ struct SimdSoftmax : SimdStorage<Arch> {
   }
   // The same, and its derivative 1 - tanh(x)^2 in `slope` (the soft-cap's backward factor): from
   // the polynomial's t below 0.625, and as 4 e / (1 + e)^2 above it, which keeps its relative
-  // accuracy where tanh rounds to within an ulp of 1 (1 - t^2 would cancel there).
+  // accuracy where tanh rounds to within an ulp of 1 (1 - t^2 would cancel there); its e is
+  // computed 2^64 times larger and scaled back, so that a slope below 2^-126 underflows gradually,
+  // as the oracle's does, instead of flushing to 0 with exp2.
   static batch tanh(batch x, batch& slope) {
     const batch a = xsimd::abs(x), a2 = a * a;
     const batch p = horner(a2, -5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f,
                            1.33314422036e-1f, -3.33332819422e-1f);
     const batch small = xsimd::fma(p * a2, a, a);
-    const batch e = exp2(a * batch(-2.88539008177792681f));  // -2 log2(e)
+    const batch y = a * batch(-2.88539008177792681f);  // -2 |x| log2(e)
+    const batch e = exp2(y);
     const batch one_e = batch(1.0f) + e;
     const batch big = (batch(1.0f) - e) / one_e;
     const auto near_zero = a < batch(0.625f);
-    slope =
-        xsimd::select(near_zero, batch(1.0f) - small * small, batch(4.0f) * e / (one_e * one_e));
+    const batch e_up = exp2(y + batch(64.0f));  // where it is used y <= -1.8: at most 2^62
+    slope = xsimd::select(near_zero, batch(1.0f) - small * small,
+                          batch(4.0f) * e_up / (one_e * one_e) * batch(0x1p-64f));
     return xsimd::select(near_zero, small, big) ^ xsimd::bitofsign(x);
   }
   // Scores modified in place over the vectors that hold s[begin, end), scaled once here (the
