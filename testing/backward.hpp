@@ -133,7 +133,23 @@ inline double backward_sigma(const Problem& p) {
       }
     }
   }
-  return sigma * std::fabs(double(effective_scale(p.shape, p.options)));
+  sigma *= std::fabs(double(effective_scale(p.shape, p.options)));
+  // ALiBi's bias moves the scores too: the largest |slope| times the farthest visible key.
+  if (!p.options.alibi_slopes.empty()) {
+    double slope = 0;
+    for (float s : p.options.alibi_slopes) slope = std::fmax(slope, std::fabs(double(s)));
+    const KeyMask mask(p.shape.q_len, p.shape.kv_len, p.options);
+    double farthest = 0;
+    for (std::size_t i = 0; i < p.shape.q_len; ++i) {
+      const KeySpan keys = mask.row(i);
+      if (keys.empty()) continue;
+      const double d = double(mask.diagonal(i));
+      farthest = std::fmax(farthest, std::fmax(std::fabs(double(keys.begin) - d),
+                                               std::fabs(double(keys.end - 1) - d)));
+    }
+    sigma += slope * farthest;
+  }
+  return sigma;
 }
 
 // One gradient tensor of rows of `d` elements. `relative` is u (kFloorUlps (1 + sigma + ln n) +
@@ -225,8 +241,8 @@ inline std::vector<GradientCheck> check_gradients(const Problem& p, const std::v
   // such dS, as ALiBi's or the outliers' tiny weights do).
   double flushed_dk = 0, flushed_dq = 0;
   if (weight_unit > 0) {
-    for (float x : p.q) flushed_dk += std::fabs(double(x));
-    for (float x : p.k) flushed_dq += std::fabs(double(x));
+    for (float x : p.q) flushed_dk += std::isfinite(x) ? std::fabs(double(x)) : 0.0;  // NaN, Inf:
+    for (float x : p.k) flushed_dq += std::isfinite(x) ? std::fabs(double(x)) : 0.0;  // no bound
     flushed_dk *= double(std::numeric_limits<float>::min());
     flushed_dq *= double(std::numeric_limits<float>::min());
   }

@@ -1,5 +1,6 @@
 // The float64 oracle, forward and backward. Plain loops, one query row at a time, in the steps of
 // the definition; no blocking, no tricks. Every kernel is tested against it.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -47,6 +48,12 @@ bool row_weights(const float* q, const float* k, std::size_t d, std::size_t visi
       largest = std::fmax(largest, sum);
     }
     *sigma = largest * std::fabs(scale);
+    // ALiBi's bias moves the scores too: |slope| times the row's farthest visible key
+    if (alibi_slope != 0 && visible > 0) {
+      const long long far =
+          std::max(std::llabs(alibi_offset), std::llabs((long long)visible - 1 + alibi_offset));
+      *sigma += std::fabs(alibi_slope) * Real(far);
+    }
   }
   // Step 2, normalise: p_j = exp(s_j - m) / l, l = sum_j exp(s_j - m).
   Real m = kMinusInf;
