@@ -8,7 +8,7 @@ into DIR), with fig9 and fig10 and the section "The backward pass" when the run 
 section "Against the alternatives" and its figure fig8_contenders; with the decode window next to it
 (decode.json), the section "Decoding against a KV cache" and its figures fig11 and fig12; with the
 scaling window next to it (scaling.json), the section "Thread scaling in rounds"; with the
-long-context window (context.json), the section "How long context is bought" and fig13; when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
+long-context window (context.json), the section "How long context is bought" and fig14; when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
 section too, with its figures concepts_*. Several runs: a side-by-side comparison of machines or
 commits (GFLOP/s at the points the runs share, with ratios, and figures overlaying the runs),
 written to a compare-* folder in the first run's folder (or into DIR). Run with the project's Python

@@ -1,4 +1,4 @@
-"""Figure 13: the long-context window's time against n, log-log: the sliding window (linear in n) and
+"""Figure 14: the long-context window's time against n, log-log: the sliding window (linear in n) and
 the full causal mask (quadratic), one panel per thread count; the full causal time predicted from its
 time per pair, dashed, past the lengths it measured."""
 from __future__ import annotations

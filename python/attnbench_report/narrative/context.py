@@ -9,7 +9,7 @@ from ..analysis import context as analysis_context
 from ..document import Bullets, Document, Paragraph, Table
 
 TITLE = "How long context is bought"
-FIGURE = "fig13_context"
+FIGURE = "fig14_context"
 
 
 def summary_item(points: list | None) -> str:
