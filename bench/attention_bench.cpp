@@ -52,6 +52,7 @@
 #include "constants_window.hpp"
 #include "contender.hpp"
 #include "contenders_window.hpp"
+#include "context_window.hpp"
 #include "cost_counters.hpp"
 #include "decode_window.hpp"
 #include "kernels/kernel_interface.hpp"
@@ -61,7 +62,6 @@
 #include "point_states.hpp"
 #include "progress_reporter.hpp"
 #include "run_context.hpp"
-#include "context_window.hpp"
 #include "scaling_window.hpp"
 #include "window_support.hpp"
 

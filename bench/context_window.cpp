@@ -138,9 +138,8 @@ void register_context(const std::string& preset_name, std::size_t all_threads,
         Options options;
         options.causal = true;
         if (window) options.window_left = window;
-        const double flops =
-            4.0 * scored_pairs(Shape{1, 1, 1, n, n, preset.head_dim}, options) *
-            double(preset.head_dim);
+        const double flops = 4.0 * scored_pairs(Shape{1, 1, 1, n, n, preset.head_dim}, options) *
+                             double(preset.head_dim);
         // (a listing measures no peak: then 50 GFLOP/s a thread)
         const auto peak = peak_flops.find(threads);
         const double rate = peak != peak_flops.end() ? 0.7 * peak->second : 50e9 * double(threads);

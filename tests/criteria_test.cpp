@@ -91,9 +91,12 @@ struct IndependentCase {
 // Heads where h / group and h % kv_heads differ (6 over 3: group 2; 4 over 2; 8 over 2), causal
 // with q_len < kv_len, q_len > kv_len (masked rows) and equal, the default scale and others.
 std::vector<IndependentCase> independent_cases() {
-  return {{{2, 6, 3, 5, 9, 4}, true, std::nullopt}, {{1, 4, 2, 9, 5, 3}, true, 0.37f},
-          {{2, 8, 2, 7, 7, 5}, true, std::nullopt}, {{1, 6, 3, 6, 11, 8}, false, -1.3f},
-          {{1, 4, 1, 3, 40, 16}, true, 0.05f},      {{2, 6, 2, 12, 4, 2}, true, std::nullopt},
+  return {{{2, 6, 3, 5, 9, 4}, true, std::nullopt},
+          {{1, 4, 2, 9, 5, 3}, true, 0.37f},
+          {{2, 8, 2, 7, 7, 5}, true, std::nullopt},
+          {{1, 6, 3, 6, 11, 8}, false, -1.3f},
+          {{1, 4, 1, 3, 40, 16}, true, 0.05f},
+          {{2, 6, 2, 12, 4, 2}, true, std::nullopt},
           {{1, 6, 3, 4, 4097, 8}, true, 0.21f},
           // windows and the top-left alignment, q_len above, below and at kv_len
           {{1, 2, 1, 9, 13, 4}, Masking(true, Alignment::bottom_right, 3), std::nullopt},
