@@ -33,6 +33,7 @@ class PackedHead {
               .softcap = 0.0f,
               .alibi = nullptr,
               .mask = KeyMask(q_len, kv_len, Options{}),
+              .tensor = {},
               .kv_packed = packed_.get(),
               .kv_capacity = kv_len,
               .head_rows = q_len} {

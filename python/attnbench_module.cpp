@@ -29,7 +29,8 @@ py::object attention(const py::handle& q_arg, const py::handle& k_arg, const py:
                      std::optional<double> softcap, const py::handle& alibi,
                      const std::optional<std::string>& kernel_name,
                      std::optional<long long> threads, bool return_lse,
-                     const py::handle& kv_dtype_arg, const py::handle& cache_arg) {
+                     const py::handle& kv_dtype_arg, const py::handle& cache_arg,
+                     const py::handle& mask_arg) {
   const py::array q = float32_input(q_arg, "q");
   attnbench::Options options =
       options_of(causal, window, alignment, scale, softcap, alibi, threads);
@@ -68,6 +69,8 @@ py::object attention(const py::handle& q_arg, const py::handle& k_arg, const py:
     shape = shape_on_cache(q, cache);
     kernel = kernel_name ? &kernel_named(kernel_name) : &cache.kernel();
   }
+  py::array mask_data;
+  mask_option(mask_arg, shape, options, mask_data);
   const attnbench::KvCache* cache = py_cache ? py_cache->cache.get() : nullptr;
   const float* k_data = k ? floats(*k) : nullptr;
   const float* v_data = v ? floats(*v) : nullptr;
@@ -113,7 +116,7 @@ py::tuple attention_backward(const py::handle& q_arg, const py::handle& k_arg,
                              const py::handle& alignment, std::optional<double> scale,
                              std::optional<double> softcap, const py::handle& alibi,
                              const std::optional<std::string>& kernel_name,
-                             std::optional<long long> threads) {
+                             std::optional<long long> threads, const py::handle& mask_arg) {
   const py::array q = float32_input(q_arg, "q");
   const py::array k = float32_input(k_arg, "k");
   const py::array v = float32_input(v_arg, "v");
@@ -127,8 +130,10 @@ py::tuple attention_backward(const py::handle& q_arg, const py::handle& k_arg,
   require_shape(lse, "lse", std::vector<py::ssize_t>(q_shape.begin(), q_shape.end() - 1),
                 "q's without its last axis,");
   const attnbench::Kernel& kernel = backward_kernel_named(kernel_name);
-  const attnbench::Options options =
+  attnbench::Options options =
       options_of(causal, window, alignment, scale, softcap, alibi, threads);
+  py::array mask_data;
+  mask_option(mask_arg, shape, options, mask_data);
   // Sizes and options first, so a huge or empty shape fails with its field, not a MemoryError;
   // the gradients are then no larger than the inputs the caller holds, and the call itself
   // checks the rest (the naive budget, overlaps) before it computes anything.
@@ -196,7 +201,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("softcap") = py::none(), py::arg("alibi_slopes") = py::none(),
       py::arg("kernel") = py::none(), py::arg("threads") = py::none(),
       py::arg("return_lse") = false, py::arg("kv_dtype") = py::none(),
-      py::arg("cache") = py::none(),
+      py::arg("cache") = py::none(), py::arg("mask") = py::none(),
       R"(O = softmax(Q K^T * scale) V for float32 arrays of shape (n, d), (h, n, d) or (b, h, n, d).
 
 Args:
@@ -228,6 +233,11 @@ Args:
         Inputs, outputs and every accumulation stay float32; a 16-bit type rounds K and V once.
     cache: an attnbench.KvCache holding K and V (then k and v are None): q's batch and head dim
         must be the cache's and its heads a multiple of the cache's kv_heads; kv_len is its length.
+    mask: a mask tensor, as PyTorch's attn_mask: bool (True: the key takes part) or float32
+        (added to the scaled, soft-capped, ALiBi-biased score; -inf removes the key), of a shape
+        that broadcasts to (batch, q_heads, q_len, kv_len) by NumPy's rules (a padding mask:
+        (batch, 1, 1, kv_len)), its last axis kv_len. It applies within causal and window; a
+        row it leaves no key is zero.
 
 Returns:
     A new float32 array of q's shape; with return_lse=True the pair (O, LSE), LSE of q's shape
@@ -244,14 +254,14 @@ Raises:
         py::arg("window") = py::none(), py::arg("alignment") = py::none(),
         py::arg("scale") = py::none(), py::arg("softcap") = py::none(),
         py::arg("alibi_slopes") = py::none(), py::arg("kernel") = py::none(),
-        py::arg("threads") = py::none(),
+        py::arg("threads") = py::none(), py::arg("mask") = py::none(),
         R"((dQ, dK, dV) of the loss whose gradient with respect to O is d_o.
 
 Args:
     q, k, v: float32 arrays as given to attention() (K and V stored as f32).
     o, lse: the forward's output and log-sum-exp, as attention(..., return_lse=True) returned them.
     d_o: float32 gradient of the loss with respect to O, of q's shape.
-    causal, window, alignment, scale, softcap, alibi_slopes: as given to attention().
+    causal, window, alignment, scale, softcap, alibi_slopes, mask: as given to attention().
     kernel: a name from kernels() whose has_backward is true, default the first available one.
     threads: worker threads, None for every core; the result is the same bit for bit for any.
 

@@ -223,6 +223,50 @@ inline attnbench::Options options_of(const py::handle& causal, const py::handle&
 
 inline const float* floats(const py::array& a) { return static_cast<const float*>(a.data()); }
 
+// mask=: None, or a bool array (True: the key takes part) or a float32 one (added to the score)
+// that broadcasts to (batch, q_heads, q_len, kv_len) by NumPy's rules, its last axis kv_len: into
+// options.mask, `held` keeping its (C-contiguous) data alive for the call.
+inline void mask_option(const py::handle& arg, const attnbench::Shape& shape,
+                        attnbench::Options& options, py::array& held) {
+  if (arg.is_none()) return;
+  if (!py::isinstance<py::array>(arg)) {
+    throw py::type_error("mask: expected a bool or float32 ndarray, got " +
+                         std::string(py::str(py::type::of(arg).attr("__name__"))));
+  }
+  const py::array a = py::reinterpret_borrow<py::array>(arg);
+  const char kind = a.dtype().kind();
+  const bool boolean = kind == 'b', additive = kind == 'f' && a.dtype().itemsize() == 4;
+  if (!boolean && !additive) {
+    throw py::type_error("mask: dtype " + std::string(py::str(a.dtype())) +
+                         ", expected bool (True: the key takes part) or float32 (added to the "
+                         "score)");
+  }
+  const std::size_t full[4] = {shape.batch, shape.q_heads, shape.q_len, shape.kv_len};
+  const std::string target = "(" + std::to_string(full[0]) + ", " + std::to_string(full[1]) + ", " +
+                             std::to_string(full[2]) + ", " + std::to_string(full[3]) + ")";
+  if (a.ndim() < 1 || a.ndim() > 4) {
+    bad_value("mask: shape " + shape_string(a) + " has rank " + std::to_string(a.ndim()) +
+              ", expected 1 to 4 axes that broadcast to " + target);
+  }
+  std::array<std::size_t, 4> sizes{1, 1, 1, 1};
+  for (py::ssize_t x = 0; x < a.ndim(); ++x) {
+    sizes[4 - a.ndim() + x] = static_cast<std::size_t>(a.shape(x));
+  }
+  for (std::size_t x = 0; x < 4; ++x) {
+    if (sizes[x] != full[x] && (x == 3 || sizes[x] != 1)) {
+      bad_value("mask: shape " + shape_string(a) + " does not broadcast to (batch, q_heads, " +
+                "q_len, kv_len) = " + target + (x == 3 ? ": its last axis must be kv_len" : ""));
+    }
+  }
+  held = py::array::ensure(a, py::array::c_style);
+  options.mask.sizes = sizes;
+  if (boolean) {
+    options.mask.keep = static_cast<const std::uint8_t*>(held.data());
+  } else {
+    options.mask.bias = static_cast<const float*>(held.data());
+  }
+}
+
 inline std::string type_name(const py::handle& arg) {
   return py::str(py::type::of(arg).attr("__name__"));
 }
@@ -334,7 +378,8 @@ py::object attention(const py::handle& q_arg, const py::handle& k_arg, const py:
                      std::optional<double> softcap, const py::handle& alibi,
                      const std::optional<std::string>& kernel_name,
                      std::optional<long long> threads, bool return_lse,
-                     const py::handle& kv_dtype_arg, const py::handle& cache_arg);
+                     const py::handle& kv_dtype_arg, const py::handle& cache_arg,
+                     const py::handle& mask_arg);
 // The class KvCache: in kv_cache_binding.cpp.
 void bind_kv_cache(py::module_& m);
 

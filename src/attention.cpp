@@ -77,6 +77,32 @@ std::size_t default_memory_budget() {
   return static_cast<std::size_t>(pages) / 2 * static_cast<std::size_t>(page_size);
 }
 
+namespace {
+
+// Options::mask: one kind, and sizes that broadcast over the call's.
+void validate_mask(const Shape& shape, const MaskTensor& mask) {
+  if (mask.empty()) return;
+  if (mask.keep != nullptr && mask.bias != nullptr) {
+    throw Error("options.mask", "keep and bias",
+                "is boolean (keep) or additive (bias), not both; set one");
+  }
+  const std::pair<const char*, std::size_t> full[] = {{"shape.batch", shape.batch},
+                                                      {"shape.q_heads", shape.q_heads},
+                                                      {"shape.q_len", shape.q_len},
+                                                      {"shape.kv_len", shape.kv_len}};
+  for (std::size_t x = 0; x < 4; ++x) {
+    const auto [name, size] = full[x];
+    const bool keys = x == 3;  // the key dimension does not broadcast
+    if (mask.sizes[x] != size && (keys || mask.sizes[x] != 1)) {
+      throw Error("options.mask.sizes[" + std::to_string(x) + "]", std::to_string(mask.sizes[x]),
+                  std::string("must be ") + name + " = " + std::to_string(size) +
+                      (keys ? "" : " or 1 (broadcast)"));
+    }
+  }
+}
+
+}  // namespace
+
 void validate(const Shape& shape, const Options& options) {
   const std::pair<const char*, std::size_t> sizes[] = {
       {"shape.batch", shape.batch},       {"shape.q_heads", shape.q_heads},
@@ -124,6 +150,7 @@ void validate(const Shape& shape, const Options& options) {
     throw Error("options.window_right", std::to_string(*options.window_right),
                 "is set with causal = true, which sees no key after the diagonal; unset one");
   }
+  validate_mask(shape, options.mask);
   if (options.threads > kMaxThreads) {
     throw Error("options.threads", std::to_string(options.threads),
                 "must be at most " + std::to_string(kMaxThreads) + " (0 means every core)");
@@ -188,11 +215,12 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
     driver::require_representable("tensors.k", tensors.k, kv_elements, stored);
     driver::require_representable("tensors.v", tensors.v, kv_elements, stored);
   }
+  const driver::NamedBytes mask = driver::mask_bytes(options.mask);
   if (tensors.lse != nullptr) {
     driver::require_disjoint({o, {"tensors.lse", tensors.lse, q_elements / shape.head_dim}},
-                             {q, k, v});
+                             {q, k, v, mask});
   } else {
-    driver::require_disjoint({o}, {q, k, v});
+    driver::require_disjoint({o}, {q, k, v, mask});
   }
   if (kernel.strategy == Strategy::naive) {
     const std::size_t budget =
@@ -227,9 +255,9 @@ using kernels::RowRange;
 // `packed` when the kernel packs), or with fold > 1 the `fold` query heads from `q_head` on,
 // which share that key/value head, as one problem of fold x q_len rows.
 HeadProblem head_problem(const Shape& shape, float scale, float softcap, const float* alibi,
-                         const KeyMask& mask, const Tensors& t, const void* packed,
-                         std::size_t capacity, std::size_t batch, std::size_t q_head,
-                         std::size_t fold = 1) {
+                         const KeyMask& mask, const MaskTensor& tensor, const Tensors& t,
+                         const void* packed, std::size_t capacity, std::size_t batch,
+                         std::size_t q_head, std::size_t fold = 1) {
   const HeadOffsets at = head_offsets(shape, batch, q_head);
   const bool in_place = t.kv_cache == nullptr;
   return HeadProblem{.q = t.q + at.q,
@@ -243,6 +271,7 @@ HeadProblem head_problem(const Shape& shape, float scale, float softcap, const f
                      .softcap = softcap,
                      .alibi = alibi ? alibi + q_head : nullptr,
                      .mask = mask,
+                     .tensor = kernels::mask_rows(tensor, batch, q_head),
                      .kv_packed = packed,
                      .kv_capacity = capacity,
                      .lse = t.lse ? t.lse + at.q / shape.head_dim : nullptr,
@@ -335,8 +364,8 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
     const std::size_t b = p / per_batch, h = p % per_batch * plan.group;
     return head_problem(shape, scale, options.softcap.value_or(0.0f),
                         options.alibi_slopes.empty() ? nullptr : options.alibi_slopes.data(), mask,
-                        tensors, packed_head(head_offsets(shape, b, h).kv_head, slot), capacity, b,
-                        h, plan.group);
+                        options.mask, tensors, packed_head(head_offsets(shape, b, h).kv_head, slot),
+                        capacity, b, h, plan.group);
   };
 
   if (splits_keys(code, shape)) {

@@ -75,7 +75,7 @@ void validate_backward(const Kernel& requested, const Shape& shape, const Option
       d_o{"gradients.d_o", gradients.d_o, q_elements}, dq{"gradients.dq", gradients.dq, q_elements},
       dk{"gradients.dk", gradients.dk, kv_elements}, dv{"gradients.dv", gradients.dv, kv_elements};
   driver::require_non_null({q, k, v, o, lse, d_o, dq, dk, dv});
-  driver::require_disjoint({dq, dk, dv}, {q, k, v, o, lse, d_o});
+  driver::require_disjoint({dq, dk, dv}, {q, k, v, o, lse, d_o, driver::mask_bytes(options.mask)});
   if (kernel.strategy == Strategy::naive) {
     const std::size_t budget =
         options.memory_budget_bytes ? options.memory_budget_bytes : default_memory_budget();
@@ -204,6 +204,8 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
                      ? nullptr
                      : options.alibi_slopes.data() + first_head % shape.q_heads,
         .mask = KeyMask(shape.q_len, shape.kv_len, options),
+        .tensor = kernels::mask_rows(options.mask, first_head / shape.q_heads,
+                                     first_head % shape.q_heads),
         .key_block = key_block,
         .dq_order = kernels::DqOrder(next + first_head * row_blocks, row_blocks),
         .dkv_order = kernels::DkvOrder(next_dkv + kv * dkv_slots, segments),

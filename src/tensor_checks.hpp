@@ -36,6 +36,8 @@ struct NamedBytes {
         pointer(p),
         begin(reinterpret_cast<std::uintptr_t>(p)),
         end(begin + elements * sizeof(float)) {}
+  NamedBytes(const char* name, const void* p, std::size_t bytes, std::byte)  // raw bytes
+      : field(name), pointer(p), begin(reinterpret_cast<std::uintptr_t>(p)), end(begin + bytes) {}
   bool overlaps(const NamedBytes& other) const { return begin < other.end && other.begin < end; }
 };
 
@@ -43,6 +45,13 @@ inline std::string pointer_string(const void* p) {
   std::ostringstream s;
   s << p;
   return s.str();
+}
+
+// Options::mask's bytes (none without a mask).
+inline NamedBytes mask_bytes(const MaskTensor& m) {
+  const std::size_t elements = m.sizes[0] * m.sizes[1] * m.sizes[2] * m.sizes[3];
+  if (m.bias != nullptr) return {"options.mask.bias", m.bias, elements};
+  return {"options.mask.keep", m.keep, m.keep ? elements : 0, std::byte{}};
 }
 
 // Throws when a pointer is null.

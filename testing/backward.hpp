@@ -149,7 +149,14 @@ inline double backward_sigma(const Problem& p) {
     }
     sigma += slope * farthest;
   }
-  return sigma;
+  // and so does a mask tensor's bias: its largest finite magnitude
+  const MaskTensor& m = p.options.mask;
+  const std::size_t elements = m.sizes[0] * m.sizes[1] * m.sizes[2] * m.sizes[3];
+  double bias = 0;
+  for (std::size_t x = 0; m.bias != nullptr && x < elements; ++x) {
+    if (std::isfinite(m.bias[x])) bias = std::fmax(bias, std::fabs(double(m.bias[x])));
+  }
+  return sigma + bias;
 }
 
 // One gradient tensor of rows of `d` elements. `relative` is u (kFloorUlps (1 + sigma + ln n) +

@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <attnbench/attnbench.hpp>
@@ -19,10 +21,34 @@ struct Problem {
   Shape shape;
   Options options;
   std::vector<float> q, k, v;
+  // The mask tensor's values when the problem owns one (options.mask points into them).
+  std::vector<std::uint8_t> mask_keep;
+  std::vector<float> mask_bias;
 
   // Zero Q, K and V of the shape.
   explicit Problem(const Shape& s = {}, const Options& o = {})
       : shape(s), options(o), q(s.q_elements()), k(s.kv_elements()), v(s.kv_elements()) {}
+  // A copy's mask points into its own values.
+  Problem(const Problem& p)
+      : shape(p.shape),
+        options(p.options),
+        q(p.q),
+        k(p.k),
+        v(p.v),
+        mask_keep(p.mask_keep),
+        mask_bias(p.mask_bias) {
+    own_mask();
+  }
+  Problem(Problem&&) = default;
+  Problem& operator=(const Problem& p) {
+    Problem copy(p);
+    return *this = std::move(copy);
+  }
+  Problem& operator=(Problem&&) = default;
+  void own_mask() {
+    if (!mask_keep.empty()) options.mask.keep = mask_keep.data();
+    if (!mask_bias.empty()) options.mask.bias = mask_bias.data();
+  }
 
   ProblemView view() const { return {shape, options, q.data(), k.data(), v.data()}; }
   Tensors tensors(std::vector<float>& o) const { return {q.data(), k.data(), v.data(), o.data()}; }
@@ -57,14 +83,23 @@ inline Problem random_problem(const Shape& shape, bool causal, std::uint32_t see
   return p;
 }
 
-// A test case's mask options (Options' causal, alignment and window), soft-cap and ALiBi, and its
-// name in test names: "_causal", "_topleft", "_wl37", "_wr5", "_cap5", "_alibi".
+// A test case's mask tensor (Options::mask): none; boolean per query head and row, broadcast over
+// the batch ([1, q_heads, q_len, kv_len], about 1 key in 4 dropped, every fifth row's keys all
+// dropped); additive per batch and row, broadcast over heads ([batch, 1, q_len, kv_len], normal
+// biases of deviation 2, 1 in 8 -inf, every seventh row all -inf); or a boolean padding mask
+// ([batch, 1, 1, kv_len], batch b's last 5 b + 3 keys dropped).
+enum class TensorMask : std::uint8_t { none, keep, bias, padding };
+
+// A test case's mask options (Options' causal, alignment and window), soft-cap, ALiBi and mask
+// tensor, and its name in test names: "_causal", "_topleft", "_wl37", "_wr5", "_cap5", "_alibi",
+// "_keep", "_bias", "_pad".
 struct Masking {
   bool causal = false;
   Alignment alignment = Alignment::bottom_right;
   std::optional<std::size_t> left, right;
   std::optional<float> softcap;
   bool alibi = false;  // slopes 2^-(h+1) for query head h (alibi_slopes())
+  TensorMask tensor = TensorMask::none;
 
   Masking(bool causal_mask = false) : causal(causal_mask) {}  // NOLINT: plain causal or not
   Masking(bool causal_mask, Alignment a, std::optional<std::size_t> window_left,
@@ -88,6 +123,11 @@ struct Masking {
     m.alibi = true;
     return m;
   }
+  Masking with(TensorMask t) const {
+    Masking m = *this;
+    m.tensor = t;
+    return m;
+  }
   // The tests' ALiBi slopes: 2^-(h+1), steeper than a model's so that the bias decides weights.
   static std::vector<float> alibi_slopes(std::size_t q_heads) {
     std::vector<float> slopes(q_heads);
@@ -101,14 +141,50 @@ struct Masking {
     if (right) n += "_wr" + std::to_string(*right);
     if (softcap) n += "_cap" + std::to_string(int(*softcap));
     if (alibi) n += "_alibi";
+    if (tensor != TensorMask::none) {
+      n += tensor == TensorMask::keep ? "_keep" : tensor == TensorMask::bias ? "_bias" : "_pad";
+    }
     return n;
   }
 };
+
+// The mask tensor of kind `t` (TensorMask) for the problem, seeded.
+inline void add_mask_tensor(Problem& p, TensorMask t, std::uint32_t seed) {
+  const Shape& s = p.shape;
+  std::mt19937 rng(seed);
+  std::bernoulli_distribution drop(0.25), minus_inf(0.125);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  MaskTensor& m = p.options.mask;
+  if (t == TensorMask::keep) {
+    m.sizes = {1, s.q_heads, s.q_len, s.kv_len};
+    p.mask_keep.resize(s.q_heads * s.q_len * s.kv_len);
+    for (std::size_t x = 0; x < p.mask_keep.size(); ++x) {
+      p.mask_keep[x] = (x / s.kv_len) % 5 != 2 && !drop(rng);
+    }
+  } else if (t == TensorMask::bias) {
+    m.sizes = {s.batch, 1, s.q_len, s.kv_len};
+    p.mask_bias.resize(s.batch * s.q_len * s.kv_len);
+    for (std::size_t x = 0; x < p.mask_bias.size(); ++x) {
+      const float b = normal(rng);
+      const bool gone = (x / s.kv_len) % 7 == 3 || minus_inf(rng);
+      p.mask_bias[x] = gone ? -std::numeric_limits<float>::infinity() : b;
+    }
+  } else if (t == TensorMask::padding) {
+    m.sizes = {s.batch, 1, 1, s.kv_len};
+    p.mask_keep.resize(s.batch * s.kv_len);
+    for (std::size_t b = 0; b < s.batch; ++b) {
+      for (std::size_t j = 0; j < s.kv_len; ++j)
+        p.mask_keep[b * s.kv_len + j] = j + 5 * b + 3 < s.kv_len;
+    }
+  }
+  p.own_mask();
+}
 
 inline Problem random_problem(const Shape& shape, const Masking& mask, std::uint32_t seed) {
   Problem p = random_problem(shape, mask.causal, seed);
   mask.apply(p.options);
   if (mask.alibi) p.options.alibi_slopes = Masking::alibi_slopes(shape.q_heads);
+  add_mask_tensor(p, mask.tensor, seed + 1000);
   return p;
 }
 
@@ -152,6 +228,22 @@ inline std::vector<MaskCase> window_cases(bool decoding) {
     cases.push_back({{2, 6, 2, 17, 65, 8}, Masking(true, a, std::nullopt).with_alibi()});
     cases.push_back({{1, 1, 1, 65, 127, 31}, Masking(false, a, std::nullopt).with_alibi()});
     cases.push_back({{1, 3, 1, 200, 1000, 64}, Masking(true, a, 100).capped(5).with_alibi(), true});
+    // mask tensors (boolean, additive with -inf, padding), alone and with windows, caps and ALiBi
+    cases.push_back(
+        {{2, 4, 2, 65, 130, 31}, Masking(true, a, std::nullopt).with(TensorMask::bias)});
+    if (a == Alignment::bottom_right) {
+      cases.push_back({{2, 4, 2, 17, 65, 8}, Masking(false).with(TensorMask::keep)});
+      cases.push_back({{2, 2, 1, 33, 300, 64}, Masking(false).with(TensorMask::padding)});
+      cases.push_back({{1, 2, 1, 127, 127, 33}, Masking(false, a, 50, 20).with(TensorMask::keep)});
+      cases.push_back({{1, 3, 1, 200, 1000, 64},
+                       Masking(true, a, 100).capped(5).with_alibi().with(TensorMask::bias),
+                       true});
+      if (decoding) {
+        cases.push_back({{2, 4, 2, 7, 6000, 16}, Masking(true).with(TensorMask::padding)});
+        cases.push_back({{1, 1, 1, 1, 5000, 64}, Masking(true).with(TensorMask::bias), true});
+        cases.push_back({{1, 4, 1, 3, 4097, 33}, Masking(false).with(TensorMask::keep)});
+      }
+    }
     if (decoding) {
       cases.push_back({{2, 4, 2, 7, 6000, 16}, Masking(true, a, std::nullopt).with_alibi()});
       cases.push_back({{1, 1, 1, 1, 5000, 64}, Masking(true, a, std::nullopt).capped(5), true});

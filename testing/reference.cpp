@@ -18,6 +18,20 @@ void check_pointers(std::initializer_list<const void*> pointers, const char* fun
   }
 }
 
+// One row's values in a mask tensor (Options::mask), from its first visible key: a bias, or a keep
+// flag, or neither.
+struct TensorRow {
+  const float* bias = nullptr;
+  const std::uint8_t* keep = nullptr;
+};
+TensorRow tensor_row(const MaskTensor& m, std::size_t b, std::size_t h, std::size_t i,
+                     std::size_t first_key) {
+  if (m.empty()) return {};
+  const auto [batch, head, row] = m.strides();
+  const std::size_t at = b * batch + h * head + i * row + first_key;
+  return {m.bias ? m.bias + at : nullptr, m.keep ? m.keep + at : nullptr};
+}
+
 // The softmax weights of one query row, in Real arithmetic: p_j = exp(s_j - m) / sum_j exp(s_j -
 // m) over its `visible` keys, s_j = scale * q . k_j, m = max_j s_j. A NaN score makes m NaN (and
 // so the row NaN). Returns false when nothing is weighed (no visible key, or every score -inf):
@@ -27,7 +41,8 @@ void check_pointers(std::initializer_list<const void*> pointers, const char* fun
 template <class Real>
 bool row_weights(const float* q, const float* k, std::size_t d, std::size_t visible, Real scale,
                  std::vector<Real>& p, Real& lse, Real* sigma = nullptr, bool bf16_weights = false,
-                 Real softcap = 0, Real alibi_slope = 0, long long alibi_offset = 0) {
+                 Real softcap = 0, Real alibi_slope = 0, long long alibi_offset = 0,
+                 TensorRow tensor = {}) {
   constexpr Real kMinusInf = -std::numeric_limits<Real>::infinity();
   // Step 1, score: s_j = scale * q . k_j for every visible key j (soft-capped: softcap *
   // tanh(s_j / softcap)).
@@ -38,6 +53,9 @@ bool row_weights(const float* q, const float* k, std::size_t d, std::size_t visi
     if (softcap > 0) p[j] = softcap * std::tanh(p[j] / softcap);
     // ALiBi: -slope |key - diagonal|, the key j + alibi_offset from the row's diagonal
     if (alibi_slope != 0) p[j] -= alibi_slope * Real(std::llabs((long long)j + alibi_offset));
+    // the mask tensor: its bias added, or -inf where it keeps no key (whatever the score)
+    if (tensor.bias != nullptr) p[j] += Real(tensor.bias[j]);
+    if (tensor.keep != nullptr && tensor.keep[j] == 0) p[j] = kMinusInf;
   }
   // sigma = |scale| max_j sum_c |q_c k_jc|, skipping NaN as std::fmax does.
   if (sigma != nullptr) {
@@ -54,6 +72,12 @@ bool row_weights(const float* q, const float* k, std::size_t d, std::size_t visi
           std::max(std::llabs(alibi_offset), std::llabs((long long)visible - 1 + alibi_offset));
       *sigma += std::fabs(alibi_slope) * Real(far);
     }
+    // and so does a mask tensor's: its largest finite magnitude
+    Real bias = 0;
+    for (std::size_t j = 0; tensor.bias != nullptr && j < visible; ++j) {
+      if (std::isfinite(tensor.bias[j])) bias = std::fmax(bias, std::fabs(Real(tensor.bias[j])));
+    }
+    *sigma += bias;
   }
   // Step 2, normalise: p_j = exp(s_j - m) / l, l = sum_j exp(s_j - m).
   Real m = kMinusInf;
@@ -110,7 +134,8 @@ void forward_rows(const Shape& shape, const Options& options, const float* q, co
         const bool weighs =
             row_weights(q + at.q + i * d, k + kv0, d, visible, scale, p, row_lse,
                         row_sigma != nullptr ? row_sigma + row : nullptr, bf16_weights, softcap,
-                        slope_of(h), (long long)keys.begin - (long long)mask.diagonal(i));
+                        slope_of(h), (long long)keys.begin - (long long)mask.diagonal(i),
+                        tensor_row(options.mask, b, h, i, keys.begin));
         if (lse != nullptr) lse[row] = row_lse;
         if (row_vmax != nullptr) {
           Real vmax = 0;
@@ -186,7 +211,8 @@ void backward_sums(const Shape& shape, const Options& options, const float* q, c
         const std::size_t visible = keys.size(), kv0 = at.kv + keys.begin * d;
         Real lse;
         if (!row_weights<Real>(qi, k + kv0, d, visible, scale, p, lse, nullptr, false, softcap,
-                               slope_of(h), (long long)keys.begin - (long long)mask.diagonal(i))) {
+                               slope_of(h), (long long)keys.begin - (long long)mask.diagonal(i),
+                               tensor_row(options.mask, b, h, i, keys.begin))) {
           continue;  // zero row
         }
 

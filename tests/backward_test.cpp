@@ -324,7 +324,9 @@ TEST_P(EveryBackwardKernel, BitwiseTheSameForEveryThreadCount) {
         {Shape{2, 4, 2, 97, 250, 33}, true},
         {Shape{1, 2, 1, 1000, 200, 64}, true},
         {Shape{1, 1, 1, 1000, 700, 40}, {true, Alignment::bottom_right, 150}},
-        {Shape{2, 4, 2, 300, 517, 33}, {false, Alignment::top_left, 60, 25}}}) {
+        {Shape{2, 4, 2, 300, 517, 33}, {false, Alignment::top_left, 60, 25}},
+        {Shape{2, 4, 2, 97, 250, 33}, Masking(true).with(TensorMask::bias)},
+        {Shape{1, 1, 1, 300, 517, 40}, Masking(false).with(TensorMask::keep)}}) {
     Problem p = random_problem(shape, mask, 5);
     const std::vector<float> d_o = random_output_gradient(p, 6);
     GradientsOf<float> first;

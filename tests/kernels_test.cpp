@@ -340,7 +340,10 @@ TEST_P(EveryKernel, MultithreadedOutputIsBitwiseIdentical) {
         {Shape{2, 8, 2, 17, 1000, 40}, {true, kTopLeft, 200}},
         {Shape{2, 16, 4, 500, 300, 24}, {false, kTopLeft, 40, 10}},
         {Shape{2, 8, 2, 17, 1000, 40}, Masking(true, kBottomRight, std::nullopt).with_alibi()},
-        {Shape{1, 3, 1, 300, 257, 33}, Masking(true, kTopLeft, 64).capped(5)}}) {
+        {Shape{1, 3, 1, 300, 257, 33}, Masking(true, kTopLeft, 64).capped(5)},
+        {Shape{2, 8, 2, 17, 1000, 40}, Masking(false).with(TensorMask::keep)},
+        {Shape{1, 2, 1, 2, 9000, 40}, Masking(true).with(TensorMask::bias)},
+        {Shape{2, 16, 4, 500, 300, 24}, Masking(true).with(TensorMask::padding)}}) {
     Problem p = random_problem(shape, mask, 23);
     Workspace ws;
     const std::vector<float> serial = run(kernel(), p, ws);

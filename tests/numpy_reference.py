@@ -31,7 +31,8 @@ def seen_keys(n, m, causal=False, window=None, alignment="bottom_right"):
     return seen
 
 
-def _weights(q, k, causal, scale, window=None, alignment="bottom_right", softcap=None, alibi=None):
+def _weights(q, k, causal, scale, window=None, alignment="bottom_right", softcap=None, alibi=None,
+             mask=None):
     """P = softmax(scale Q Kᵀ) per row, with the row max subtracted; a row that sees no key (the
     causal mask with more queries than keys, a window past the keys) is all zeros, as the
     library's zero rows are."""
@@ -45,6 +46,8 @@ def _weights(q, k, causal, scale, window=None, alignment="bottom_right", softcap
         distance = np.abs(np.arange(m)[None, :] - diagonal)
         slopes = np.asarray(alibi, dtype=np.float64)
         s = s - (slopes[:, None, None] if s.ndim >= 3 else slopes[0]) * distance  # (n, d): one head
+    if mask is not None:  # a mask tensor, broadcast: bool keeps (True) or drops, float32 is added
+        s = np.where(mask, s, -np.inf) if mask.dtype == bool else s + mask.astype(np.float64)
     if causal or window is not None:
         n, m = s.shape[-2:]
         s = np.where(seen_keys(n, m, causal, window, alignment), s, -np.inf)
@@ -56,21 +59,21 @@ def _weights(q, k, causal, scale, window=None, alignment="bottom_right", softcap
 
 
 def attention(q, k, v, causal=False, scale=None, window=None, alignment="bottom_right", softcap=None,
-              alibi=None):
+              alibi=None, mask=None):
     q, k, v = _grouped(q, k, v)
-    p, _ = _weights(q, k, causal, scale, window, alignment, softcap, alibi)
+    p, _ = _weights(q, k, causal, scale, window, alignment, softcap, alibi, mask)
     return p @ v
 
 
 def attention_backward(q, k, v, d_o, causal=False, scale=None, window=None,
-                       alignment="bottom_right", softcap=None, alibi=None):
+                       alignment="bottom_right", softcap=None, alibi=None, mask=None):
     """(dQ, dK, dV) in float64 of the loss whose gradient with respect to O is dO:
     dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − rowsum(dP ∘ P)), dQ = scale dS K, dK = scale dSᵀ Q;
     under grouped-query attention a key/value head's dK and dV sum its query heads'."""
     kv_shape = k.shape
     q, k, v = _grouped(q, k, v)
     d_o = d_o.astype(np.float64)
-    p, scale = _weights(q, k, causal, scale, window, alignment, softcap, alibi)
+    p, scale = _weights(q, k, causal, scale, window, alignment, softcap, alibi, mask)
     dv = np.swapaxes(p, -1, -2) @ d_o
     dp = d_o @ np.swapaxes(v, -1, -2)
     ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))

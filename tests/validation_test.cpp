@@ -103,6 +103,30 @@ const BadCall kBadCalls[] = {
        o.alibi_slopes.assign(s.q_heads, 0.5f), o.alibi_slopes[0] = NAN;
      },
      "options.alibi_slopes[0]", "nan"},
+    {"mask both boolean and additive",
+     [](Shape& s, Options& o, Tensors&) {
+       static std::uint8_t keep[2 * 4 * 9 * 11];
+       static float bias[2 * 4 * 9 * 11];
+       o.mask = {keep, bias, {s.batch, s.q_heads, s.q_len, s.kv_len}};
+     },
+     "options.mask", "keep and bias"},
+    {"mask of 3 heads, not 4 or 1",
+     [](Shape& s, Options& o, Tensors&) {
+       static std::uint8_t keep[2 * 4 * 9 * 11];
+       o.mask = {keep, nullptr, {s.batch, 3, s.q_len, s.kv_len}};
+     },
+     "options.mask.sizes[1]", "3"},
+    {"mask broadcast over keys",
+     [](Shape& s, Options& o, Tensors&) {
+       static float bias[2 * 4 * 9];
+       o.mask = {nullptr, bias, {s.batch, s.q_heads, s.q_len, 1}};
+     },
+     "options.mask.sizes[3]", "1"},
+    {"mask overlapping the output",
+     [](Shape& s, Options& o, Tensors& t) {
+       o.mask = {nullptr, t.o, {1, 1, 1, s.kv_len}};
+     },
+     "tensors.o", "options.mask.bias"},
     {"alignment out of range",
      [](Shape&, Options& o, Tensors&) { o.alignment = static_cast<Alignment>(7); },
      "options.alignment", "7"},

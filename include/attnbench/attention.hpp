@@ -6,6 +6,7 @@
 // query head h reads key/value head h / (q_heads / kv_heads).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -33,6 +34,26 @@ std::string_view to_string(Alignment alignment);  // "bottom_right", "top_left"
 // The Alignment called `name`, or nullopt.
 std::optional<Alignment> alignment_from_string(std::string_view name);
 
+// A mask tensor, as PyTorch's attn_mask: boolean (`keep`: a byte per (row, key), nonzero where the
+// key takes part) or additive (`bias`: a float32 per (row, key), added to the score after scaling,
+// soft-capping and ALiBi; -inf removes the key). One of the two, or neither (no mask). It
+// broadcasts over [batch][q_heads][q_len][kv_len] by NumPy's rules: `sizes` holds its four
+// sizes, each the full size or 1 (a padding mask: [batch, 1, 1, kv_len]); its key size is kv_len.
+// Contiguous, row-major. It applies within the keys the causal mask and window leave (KeyMask),
+// and a row it leaves no key is a zero row.
+struct MaskTensor {
+  const std::uint8_t* keep = nullptr;
+  const float* bias = nullptr;
+  std::array<std::size_t, 4> sizes{};
+
+  bool empty() const { return keep == nullptr && bias == nullptr; }
+  // Elements between one (batch, query head, row) and the next, 0 where the size is 1 (broadcast).
+  std::array<std::size_t, 3> strides() const {
+    const std::size_t row = sizes[3], head = sizes[2] * row, batch = sizes[1] * head;
+    return {sizes[0] == 1 ? 0 : batch, sizes[1] == 1 ? 0 : head, sizes[2] == 1 ? 0 : row};
+  }
+};
+
 struct Options {
   // Causal mask: a row sees no key after its diagonal key (`alignment` says which that is).
   bool causal = false;
@@ -53,6 +74,8 @@ struct Options {
   // -alibi_slopes[h] * |j - d(i)| to the (soft-capped) score of row i and key j, d(i) the row's
   // diagonal key (`alignment`), as FlashAttention's alibi_slopes. Empty: none. Finite.
   std::vector<float> alibi_slopes;
+  // A boolean or additive mask tensor (MaskTensor), read where a row sees a key. None by default.
+  MaskTensor mask;
   // Largest naive score matrix (bytes) a call may materialise; 0 means half of physical RAM.
   std::size_t memory_budget_bytes = 0;
   // Worker threads for attention(); 0 means every core, 1 runs inline on the caller's thread.

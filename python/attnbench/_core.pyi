@@ -13,6 +13,9 @@ KvDtype: TypeAlias = Literal["f32", "f16", "bf16"] | type | np.dtype[Any]
 Alignment: TypeAlias = Literal["bottom_right", "top_left"]
 Causal: TypeAlias = bool | Alignment
 Window: TypeAlias = int | tuple[int | None, int | None] | None
+Mask: TypeAlias = npt.NDArray[np.bool_] | npt.NDArray[np.float32] | None
+"""A bool (True: the key takes part) or float32 (added to the score) mask broadcasting to
+(batch, q_heads, q_len, kv_len), its last axis kv_len."""
 """"f32", "f16" or "bf16", or a NumPy dtype or scalar type of float32, float16 or bfloat16."""
 
 class Error(ValueError):
@@ -96,13 +99,13 @@ class KvCache:
                   alignment: Alignment | None = None, scale: float | None = None,
                   softcap: float | None = None, alibi_slopes: Sequence[float] | None = None,
                   kernel: str | None = None, threads: int | None = None,
-                  return_lse: Literal[False] = False) -> Float32Array: ...
+                  return_lse: Literal[False] = False, mask: Mask = None) -> Float32Array: ...
     @overload
     def attention(self, q: Float32Array, *, causal: Causal = False, window: Window = None,
                   alignment: Alignment | None = None, scale: float | None = None,
                   softcap: float | None = None, alibi_slopes: Sequence[float] | None = None,
                   kernel: str | None = None, threads: int | None = None,
-                  return_lse: Literal[True]) -> tuple[Float32Array, Float32Array]: ...
+                  return_lse: Literal[True], mask: Mask = None) -> tuple[Float32Array, Float32Array]: ...
     def __len__(self) -> int:
         """Tokens the cache holds now (its length)."""
     @property
@@ -139,7 +142,8 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
                   alignment: Alignment | None = None, scale: float | None = None,
                   softcap: float | None = None, alibi_slopes: Sequence[float] | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: Literal[False] = False,
-              kv_dtype: KvDtype | None = None, cache: KvCache | None = None) -> Float32Array: ...
+              kv_dtype: KvDtype | None = None, cache: KvCache | None = None,
+              mask: Mask = None) -> Float32Array: ...
 @overload
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
               causal: Causal = False, window: Window = None,
@@ -147,14 +151,15 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
                   softcap: float | None = None, alibi_slopes: Sequence[float] | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: Literal[True],
               kv_dtype: KvDtype | None = None,
-              cache: KvCache | None = None) -> tuple[Float32Array, Float32Array]: ...
+              cache: KvCache | None = None, mask: Mask = None) -> tuple[Float32Array, Float32Array]: ...
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
               causal: Causal = False, window: Window = None,
                   alignment: Alignment | None = None, scale: float | None = None,
                   softcap: float | None = None, alibi_slopes: Sequence[float] | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: bool = False,
               kv_dtype: KvDtype | None = None,
-              cache: KvCache | None = None) -> Float32Array | tuple[Float32Array, Float32Array]:
+              cache: KvCache | None = None,
+              mask: Mask = None) -> Float32Array | tuple[Float32Array, Float32Array]:
     """O = softmax(Q K^T * scale) V for float32 arrays of shape (n, d), (h, n, d) or (b, h, n, d).
 
     Args:
@@ -175,6 +180,9 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
         kv_dtype: how the call stores K and V: "f32", "f16" or "bf16"; default "f32", with cache
             the cache's. Inputs, outputs and accumulation stay float32.
         cache: a KvCache holding K and V (then k and v are None).
+        mask: None, or a bool (True: the key takes part) or float32 (added to the score; -inf
+            removes the key) array broadcasting to (batch, q_heads, q_len, kv_len), as PyTorch's
+            attn_mask; within causal and window.
 
     Returns:
         O of q's shape, or (O, LSE) with return_lse.
@@ -187,14 +195,15 @@ def attention_backward(q: Float32Array, k: Float32Array, v: Float32Array, o: Flo
                        lse: Float32Array, d_o: Float32Array, *, causal: Causal = False,
                        window: Window = None, alignment: Alignment | None = None,
                        scale: float | None = None, softcap: float | None = None, alibi_slopes: Sequence[float] | None = None, kernel: str | None = None,
-                       threads: int | None = None) -> tuple[Float32Array, Float32Array, Float32Array]:
+                       threads: int | None = None,
+                       mask: Mask = None) -> tuple[Float32Array, Float32Array, Float32Array]:
     """(dQ, dK, dV) of the loss whose gradient with respect to O is d_o.
 
     Args:
         q, k, v: as given to attention().
         o, lse: as attention(..., return_lse=True) returned them.
         d_o: gradient of the loss with respect to O, of q's shape.
-        causal, window, alignment, scale, softcap, alibi_slopes: as given to attention().
+        causal, window, alignment, scale, softcap, alibi_slopes, mask: as given to attention().
         kernel: a kernel whose has_backward is true, default the first available one.
         threads: worker threads, None for every core; the result is the same for any.
 

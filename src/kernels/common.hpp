@@ -60,6 +60,23 @@ inline float alibi_bias(float slope, std::size_t j, std::int64_t diagonal) {
   return -slope * float(distance < 0 ? -distance : distance);
 }
 
+// Scores s[c], c in [begin, end), of the mask tensor row at `at` (MaskRows::offset), key j0 + c
+// each: plus the row's bias, or -inf where it keeps no key (a loop the compiler vectorises).
+inline void apply_mask(const MaskRows& t, std::size_t at, float* s, std::size_t begin,
+                       std::size_t end, std::size_t j0) {
+  if (t.bias != nullptr) {
+    const float* b = t.bias + at + j0;
+    for (std::size_t c = begin; c < end; ++c) s[c] += b[c];
+  } else {
+    const std::uint8_t* keep = t.keep + at + j0;
+    for (std::size_t c = begin; c < end; ++c) s[c] = keep[c] != 0 ? s[c] : kMinusInf;
+  }
+}
+// Score s of key j under the mask tensor row at `at`: plus its bias, or -inf where not kept.
+inline float masked_score(const MaskRows& t, std::size_t at, std::size_t j, float s) {
+  return t.bias != nullptr ? s + t.bias[at + j] : (t.keep[at + j] != 0 ? s : kMinusInf);
+}
+
 // A scaled score soft-capped (Options::softcap, cap > 0): cap * tanh(s / cap).
 inline float soft_capped(float s, float cap) { return cap * __builtin_tanhf(s / cap); }
 // The backward's factor for it, the derivative 1 - tanh(x)^2 at x = s / cap, as

@@ -25,6 +25,29 @@ namespace attnbench::kernels {
 // What a kernel computes
 // ---------------------------------------------------------------------------------------------
 
+// A mask tensor's rows for one problem (Options::mask), or none: row i of its query head h
+// (counted from the problem's first) at keep or bias + h * head_stride + i * row_stride, one
+// value per key. kernels/common.hpp applies them (apply_mask).
+struct MaskRows {
+  const std::uint8_t* keep = nullptr;
+  const float* bias = nullptr;
+  std::size_t head_stride = 0;  // elements; 0 where the tensor broadcasts over heads
+  std::size_t row_stride = 0;   // elements; 0 where it broadcasts over rows
+
+  explicit operator bool() const { return keep != nullptr || bias != nullptr; }
+  std::size_t offset(std::size_t h, std::size_t i) const {
+    return h * head_stride + i * row_stride;
+  }
+};
+
+// The rows of query head q_head of batch `batch` (and of the heads after it) in Options::mask.
+inline MaskRows mask_rows(const MaskTensor& m, std::size_t batch, std::size_t q_head) {
+  if (m.empty()) return {};
+  const auto [batch_stride, head_stride, row_stride] = m.strides();
+  const std::size_t at = batch * batch_stride + q_head * head_stride;
+  return {m.keep ? m.keep + at : nullptr, m.bias ? m.bias + at : nullptr, head_stride, row_stride};
+}
+
 // One (batch, query head) slice of the problem: that head's Q and O rows, and the K and V of the
 // key/value head it reads.
 struct HeadProblem {
@@ -39,7 +62,8 @@ struct HeadProblem {
   float softcap = 0.0f;  // Options::softcap, 0 for none
   // ALiBi: the slopes of the problem's query heads (row i's: alibi[i / head_rows]), or null
   const float* alibi = nullptr;
-  KeyMask mask;  // which keys each of a head's rows sees, for head_rows rows
+  KeyMask mask;     // which keys each of a head's rows sees, for head_rows rows
+  MaskRows tensor;  // Options::mask's rows, within the keys `mask` leaves
   // This key/value head packed by KernelCode::packing (in the kernel's storage type), if any,
   // laid out for kv_capacity keys (kv_len for a call's own copy, more in a KvCache).
   const void* kv_packed = nullptr;
@@ -58,6 +82,12 @@ struct HeadProblem {
   std::int64_t diagonal(std::size_t i) const {
     return mask.diagonal(i < head_rows ? i : i % head_rows);
   }
+  // Where row i's values start in the mask tensor (`tensor`), key 0.
+  std::size_t tensor_row(std::size_t i) const {
+    return i < head_rows ? tensor.offset(0, i) : tensor.offset(i / head_rows, i % head_rows);
+  }
+  // Whether scores change before the softmax beyond the scale (soft-cap, ALiBi, mask tensor).
+  bool modifies_scores() const { return softcap > 0.0f || alibi != nullptr || bool(tensor); }
   // The keys query row i sees: attnbench::KeyMask for this head.
   KeySpan visible(std::size_t i) const { return mask.row(i < head_rows ? i : i % head_rows); }
   // The keys any of rows [i, i + count) sees: a block skips the keys outside them.
@@ -125,6 +155,7 @@ struct BackwardProblem {
   float softcap;       // Options::softcap, 0 for none
   const float* alibi;  // ALiBi: the group's query heads' slopes (head g's: alibi[g]), or null
   KeyMask mask;
+  MaskRows tensor;        // Options::mask's rows: head g's row i at tensor.offset(g, i)
   std::size_t key_block;  // Backward::key_block(head_dim): a task's keys start at its multiples
   DqOrder dq_order;       // heads counted from the group's first query head
   DkvOrder dkv_order;     // key blocks of this key/value head

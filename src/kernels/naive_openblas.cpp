@@ -56,7 +56,7 @@ void naive_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
   for (std::size_t r = 0; r < row_count; ++r) {
     const KeySpan visible = head.visible(rows.begin + r);
     float scale = head.scale;
-    if (head.softcap > 0.0f || head.alibi) {  // scaled, capped, biased first: the sweep's scale 1
+    if (head.modifies_scores()) {  // scaled, capped, biased, masked first: the sweep's scale 1
       const std::size_t i = rows.begin + r;
       for (std::size_t j = visible.begin; j < visible.end; ++j) {
         float x = head.scale * S[r * n + j];
@@ -64,6 +64,8 @@ void naive_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
         if (head.alibi) x += alibi_bias(head.alibi_slope(i), j, head.diagonal(i));
         S[r * n + j] = x;
       }
+      if (head.tensor)
+        apply_mask(head.tensor, head.tensor_row(i), S + r * n, visible.begin, visible.end, 0);
       scale = 1.0f;
     }
     const float l = softmax_row(S + r * n + visible.begin, visible.size(), scale,

@@ -35,10 +35,10 @@ void naive_loops(const HeadProblem& head, RowRange rows, Workspace& ws) {
       for (std::size_t c = 0; c < d; ++c) dot += q[c] * k[c];
       S[r * n + j] =
           head.softcap > 0.0f ? soft_capped(head.scale * dot, head.softcap) : head.scale * dot;
-      if (head.alibi) {
-        const std::size_t i = rows.begin + r;
-        S[r * n + j] += alibi_bias(head.alibi_slope(i), j, head.diagonal(i));
-      }
+      const std::size_t i = rows.begin + r;
+      if (head.alibi) S[r * n + j] += alibi_bias(head.alibi_slope(i), j, head.diagonal(i));
+      if (head.tensor)
+        S[r * n + j] = masked_score(head.tensor, head.tensor_row(i), j, S[r * n + j]);
     }
     keys[r] = visible;
   }

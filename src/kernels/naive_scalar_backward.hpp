@@ -38,8 +38,9 @@ void naive_backward_rows(const BackwardProblem& pb, std::size_t g, RowRange rows
         score = soft_capped(score, pb.softcap);
       }
       if (pb.alibi) score += alibi_bias(pb.alibi[g], j, pb.mask.diagonal(i));  // no slope factor
-      p[j] = scalar_exp(at_most_zero(score - lse[i]));                         // P = exp(S - LSE)
-      ds[j] = pb.scale * p[j] * (dp - delta) * slope;  // dS = scale P (dO V^T - D)
+      if (pb.tensor) score = masked_score(pb.tensor, pb.tensor.offset(g, i), j, score);
+      p[j] = scalar_exp(at_most_zero(score - lse[i]));  // P = exp(S - LSE)
+      ds[j] = pb.scale * p[j] * (dp - delta) * slope;   // dS = scale P (dO V^T - D)
     }
     for (std::size_t j = visible.begin; j < visible.end; ++j) {  // dQ = dS K
       for (std::size_t c = 0; c < d; ++c) dq[i * d + c] += ds[j] * pb.k[j * d + c];

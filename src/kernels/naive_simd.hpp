@@ -70,10 +70,11 @@ struct NaiveSimd : Simd<Arch> {
       float* s = scores + r * stride;
       const KeySpan keys = head.visible(rows.begin + r);
       float scale = head.scale;
-      if (head.softcap > 0.0f || head.alibi) {  // modified in place, scaled: the sweeps' is 1
+      if (head.modifies_scores()) {  // modified in place, scaled: the sweeps' is 1
         const std::size_t i = rows.begin + r;
         S::modify_scores(s, keys.begin, keys.end, head.scale, head.softcap, head.alibi_slope(i),
                          -double(head.diagonal(i)));
+        if (head.tensor) apply_mask(head.tensor, head.tensor_row(i), s, keys.begin, keys.end, 0);
         scale = 1.0f;
       }
       const float m = S::scale_and_max(s, keys.begin, keys.end, scale);

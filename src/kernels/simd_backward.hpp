@@ -103,6 +103,27 @@ struct SimdBackward : Simd<Arch> {
     return S::mask_span(x, first, begin, end, batch(0.0f));
   }
 
+  // The mask tensor's values (Options::mask) for the W keys from index j of a block whose index 0
+  // is key `key0`, of the row at `at` (MaskRows::offset), read over the row's keys [begin, end)
+  // only: the additive bias, or 0 / -inf for a boolean one; 0 outside.
+  static batch tensor_bias(const MaskRows& t, std::size_t at, std::size_t key0, std::size_t j,
+                           std::size_t begin, std::size_t end) {
+    if (t.bias != nullptr && j >= begin && j + W <= end) {
+      return batch::load_unaligned(t.bias + at + key0 + j);
+    }
+    alignas(64) float lanes[W];
+    for (std::size_t x = 0; x < W; ++x) {
+      const std::size_t c = j + x;
+      lanes[x] = c < begin || c >= end ? 0.0f : masked_score(t, at, key0 + c, 0.0f);
+    }
+    return batch::load_aligned(lanes);
+  }
+  // A score under the mask tensor's values from tensor_bias: plus the bias, or -inf where a
+  // boolean mask keeps no key (as the forward's apply_mask).
+  static batch masked(const MaskRows& t, batch score, batch bias) {
+    return t.keep != nullptr ? xsimd::select(bias == batch(kMinusInf), bias, score) : score + bias;
+  }
+
   // For the mr rows of one group (their Q and dO rows at q and d_o, their LSE and D at lse and
   // delta) against a key block (its K^T and V^T panels at kt and vt): P into p and dS into ds
   // (tiles of rows with `stride` floats), over each row's keys [keys.begin[r], keys.end[r]) and
@@ -110,10 +131,12 @@ struct SimdBackward : Simd<Arch> {
   // packed by Simd::pack_q. `cap` > 0: scores soft-capped (S = cap tanh(scale s / cap), and dS
   // carries the cap's derivative 1 - tanh^2). `alibi_slope` != 0: ALiBi's -alibi_slope |j + offset
   // - r| added to row r's score at index j (offset: the block's first key minus row 0's diagonal
-  // key).
+  // key). `tensor`: the mask tensor's rows, row r's at at0 + r * tensor.row_stride, index j its
+  // key key0 + j.
   static void group_gradients(const float* q, const float* d_o, std::size_t d, const float* kt,
                               const float* vt, const float* lse, const float* delta, float scale,
-                              float cap, float alibi_slope, double offset, std::size_t mr,
+                              float cap, float alibi_slope, double offset, const MaskRows& tensor,
+                              std::size_t at0, std::size_t key0, std::size_t mr,
                               const typename S::BlockKeys& keys, std::size_t fill, float* p,
                               float* ds, std::size_t stride, bool packed = false) {
     if (keys.any()) {  // from the panel of the first key a row sees (a window's edge block)
@@ -147,6 +170,10 @@ struct SimdBackward : Simd<Arch> {
           const batch distance =
               xsimd::abs(lane + batch(static_cast<float>(double(j) + offset - double(r))));
           score = xsimd::fma(minus_slope, distance, score);
+        }
+        if (tensor) {
+          const std::size_t at = at0 + r * tensor.row_stride;
+          score = masked(tensor, score, tensor_bias(tensor, at, key0, j, begin, end));
         }
         const batch x = S::mask_span(score - lse_r, j, begin, end);
         const batch pj = S::exp(xsimd::select(x > batch(0.0f), batch(0.0f), x));  // at_most_zero
@@ -350,8 +377,8 @@ struct TiledSimdBackward : SimdBackward<Arch> {
           float* ds = ds_block + g0 * St;
           B::group_gradients(q_packed + g0 * d, d_o_packed + g0 * d, d, kt, vt, lse + i0 + g0,
                              delta + i0 + g0, pb.scale, pb.softcap, pb.alibi ? pb.alibi[g] : 0.0f,
-                             double(j0) - double(pb.mask.diagonal(i0 + g0)), mr, seen, fill, p, ds,
-                             St, true);
+                             double(j0) - double(pb.mask.diagonal(i0 + g0)), pb.tensor,
+                             pb.tensor.offset(g, i0 + g0), j0, mr, seen, fill, p, ds, St, true);
           S::blend_group(mr, seen, ds, St, k_rows, dp, nullptr, dq_part + g0 * dp);  // dQ += dS K
         }
 
@@ -405,8 +432,9 @@ struct NaiveSimdBackward : SimdBackward<Arch> {
           B::group_gradients(q + (i0 + g0) * d, d_o + (i0 + g0) * d, d, pb.kv_packed + j0 * d,
                              B::vt_panels(pb.kv_packed, pb.kv_len, d) + j0 * d, lse + i0 + g0,
                              delta + i0 + g0, pb.scale, pb.softcap, pb.alibi ? pb.alibi[g] : 0.0f,
-                             double(j0) - double(pb.mask.diagonal(i0 + g0)), mr, seen,
-                             round_up(bc, S::W), p, ds, stride);
+                             double(j0) - double(pb.mask.diagonal(i0 + g0)), pb.tensor,
+                             pb.tensor.offset(g, i0 + g0), j0, mr, seen, round_up(bc, S::W), p, ds,
+                             stride);
           S::blend_group(mr, seen, ds, stride, k_rows + j0 * dp, dp, nullptr, dq_acc + g0 * dp);
         }
       }

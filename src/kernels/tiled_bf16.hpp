@@ -350,10 +350,13 @@ struct TiledBf16 : Simd<Arch> {
           for (std::size_t r = 0; r < mr; ++r) {  // the float32 kernel's online softmax
             float* s_r = s_tile + r * Ss;
             float scale = head.scale;
-            if (head.softcap > 0.0f || head.alibi) {  // modified in place: the sweeps' scale 1
+            if (head.modifies_scores()) {  // modified in place: the sweeps' scale 1
               const std::size_t i = i0 + g + r;
               S::modify_scores(s_r, seen.begin[r], seen.end[r], head.scale, head.softcap,
                                head.alibi_slope(i), double(j0) - double(head.diagonal(i)));
+              if (head.tensor) {
+                apply_mask(head.tensor, head.tensor_row(i), s_r, seen.begin[r], seen.end[r], j0);
+              }
               scale = 1.0f;
             }
             const float block_max = S::scale_and_max(s_r, seen.begin[r], seen.end[r], scale);

@@ -199,6 +199,11 @@ struct TiledBf16Backward : TiledBf16<Arch> {
                   const batch distance = xsimd::abs(lane + batch(static_cast<float>(offset)));
                   score = xsimd::fma(batch(-pb.alibi[g]), distance, score);
                 }
+                if (pb.tensor) {
+                  const std::size_t at = pb.tensor.offset(g, i0 + g0 + r);
+                  score =
+                      B::masked(pb.tensor, score, B::tensor_bias(pb.tensor, at, j0, j, from, to));
+                }
                 const auto x = S::mask_span(score - lse_r, j, from, to);
                 pj = S::exp(xsimd::select(x > batch(0.0f), batch(0.0f), x));
                 dsj = B::zero_outside(sc * pj * (batch::load_aligned(dr + j) - delta_r) * slope, j,

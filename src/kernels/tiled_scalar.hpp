@@ -77,6 +77,7 @@ void tiled_loops(const HeadProblem& head, RowRange rows, KeyRange keys, const Pa
           if (head.softcap > 0.0f) s[c] = soft_capped(s[c], head.softcap);
           if (head.alibi)
             s[c] += alibi_bias(head.alibi_slope(i0 + r), j0 + c, head.diagonal(i0 + r));
+          if (head.tensor) s[c] = masked_score(head.tensor, head.tensor_row(i0 + r), j0 + c, s[c]);
           block_max = s[c] > block_max ? s[c] : block_max;
         }
 

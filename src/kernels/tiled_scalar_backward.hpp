@@ -70,6 +70,7 @@ void tiled_backward_keys(const BackwardProblem& pb, KeyRange keys, RowRange rows
             score = soft_capped(score, pb.softcap);
           }
           if (pb.alibi) score += alibi_bias(pb.alibi[g], j0 + j, pb.mask.diagonal(i));
+          if (pb.tensor) score = masked_score(pb.tensor, pb.tensor.offset(g, i), j0 + j, score);
           const float p = scalar_exp(at_most_zero(score - lse[i]));
           const float ds = pb.scale * p * (dp - delta[i]) * slope;
           const float p_in = in(p), ds_in = in(ds);

@@ -84,9 +84,12 @@ struct TiledSimd : Simd<Arch> {
       for (std::size_t r = 0; r < mr; ++r) {
         float* s_r = s + r * Ss;
         float scale = head.scale;
-        if (head.softcap > 0.0f || head.alibi) {  // modified in place, scaled: the sweeps' is 1
+        if (head.modifies_scores()) {  // modified in place, scaled: the sweeps' is 1
           S::modify_scores(s_r, seen.begin[r], seen.end[r], head.scale, head.softcap,
                            head.alibi_slope(i + r), double(j0) - double(head.diagonal(i + r)));
+          if (head.tensor) {
+            apply_mask(head.tensor, head.tensor_row(i + r), s_r, seen.begin[r], seen.end[r], j0);
+          }
           scale = 1.0f;
         }
         const float block_max = S::scale_and_max(s_r, seen.begin[r], seen.end[r], scale);

@@ -99,6 +99,44 @@ class Results(unittest.TestCase):
                                alibi_slopes=[0.5, float("nan"), 1, 1, 1, 1])
         self.assertRaises(TypeError, attnbench.attention, q, k, v, alibi_slopes="steep")
 
+    def test_mask_tensors_match_the_reference_forward_and_backward(self):
+        q, k, v, d_o = normal(2, 6, 30, 8, seed=25), normal(2, 2, 45, 8, seed=26), normal(2, 2, 45, 8, seed=27), \
+            normal(2, 6, 30, 8, seed=28)
+        rng = np.random.default_rng(29)
+        padding = np.ones((2, 1, 1, 45), dtype=bool)
+        padding[1, ..., 40:] = False                       # batch 1's last 5 keys are padding
+        keep = rng.random((6, 30, 45)) > 0.3                # per head and row, broadcast over the batch
+        keep[:, 4] = False                                  # a row it leaves no key: zeros
+        bias = rng.normal(0, 2, (2, 1, 30, 45)).astype(np.float32)
+        bias[rng.random(bias.shape) < 0.1] = -np.inf
+        transposed = np.ascontiguousarray(keep.transpose(0, 2, 1)).transpose(0, 2, 1)  # not C-contiguous
+        for mask, extra in ((padding, dict()), (keep, dict(causal=True)), (bias, dict(window=9)),
+                            (transposed, dict())):
+            want = reference(q, k, v, extra.get("causal", False), None, extra.get("window"), mask=mask)
+            expected = reference_backward(q, k, v, d_o, extra.get("causal", False), None, extra.get("window"),
+                                          mask=mask)
+            for kernel in ("tiled/scalar", "naive/scalar", None):
+                o, lse = attnbench.attention(q, k, v, mask=mask, kernel=kernel, return_lse=True, **extra)
+                np.testing.assert_allclose(o, want, atol=2e-6, err_msg=f"{kernel} {mask.dtype} {extra}")
+                grads = attnbench.attention_backward(q, k, v, o, lse, d_o, mask=mask, kernel=kernel, **extra)
+                for name, got, e in zip(("dq", "dk", "dv"), grads, expected):
+                    self.assertLess(relative_error(got, e), 1e-5, f"{kernel} {name} {mask.dtype} {extra}")
+        self.assertTrue(np.all(attnbench.attention(q, k, v, mask=keep)[:, :, 4] == 0))
+        # the cache's call takes it too: decode one row over a padded cache
+        cache = attnbench.KvCache(2, 8, 64, batch=2)
+        cache.append(k, v)
+        row = np.ascontiguousarray(q[:, :, -1:])
+        np.testing.assert_allclose(cache.attention(row, mask=padding), reference(row, k, v, mask=padding), atol=2e-6)
+        self.assertRaisesRegex(TypeError, r"^mask: dtype float64, expected bool", attnbench.attention, q, k, v,
+                               mask=bias.astype(np.float64))
+        self.assertRaisesRegex(TypeError, r"^mask: expected a bool or float32 ndarray, got list", attnbench.attention,
+                               q, k, v, mask=[[True]])
+        self.assertRaisesRegex(ValueError, r"^mask: shape \(3, 30, 45\) does not broadcast to \(batch, q_heads, "
+                               r"q_len, kv_len\) = \(2, 6, 30, 45\)", attnbench.attention, q, k, v,
+                               mask=np.ones((3, 30, 45), dtype=bool))
+        self.assertRaisesRegex(ValueError, r"its last axis must be kv_len", attnbench.attention, q, k, v,
+                               mask=np.ones((30, 1), dtype=bool))
+
     def test_window_arguments_are_checked(self):
         q = normal(8, 4, seed=10)
         self.assertRaisesRegex(ValueError, r"^window: 0 must be at least 1", attnbench.attention, q, q, q, window=0)
