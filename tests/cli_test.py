@@ -231,6 +231,41 @@ with tempfile.TemporaryDirectory() as tmp:
         if os.path.exists(grad):
             os.remove(grad)
 
+    # --- --mask: a bool padding mask and a float32 bias (with -inf), forward and backward -------
+    q = rng.standard_normal((2, 3, 9, 5), dtype=np.float32)
+    k = rng.standard_normal((2, 3, 12, 5), dtype=np.float32)
+    v = rng.standard_normal((2, 3, 12, 5), dtype=np.float32)
+    d_o = rng.standard_normal((2, 3, 9, 5), dtype=np.float32)
+    padding = np.ones((2, 1, 1, 12), dtype=bool)
+    padding[1, ..., 9:] = False
+    bias = rng.normal(0, 2, (3, 9, 12)).astype(np.float32)
+    bias[:, 2, :] = -np.inf  # a row the mask leaves no key: zeros
+    qp, kp, vp, dop = save("m_q.npy", q), save("m_k.npy", k), save("m_v.npy", v), save("m_do.npy", d_o)
+    for label, mask in (("bool", padding), ("float32", bias)):
+        mp, out = save(f"mask_{label}.npy", mask), path("m_o.npy")
+        r = attnbench("run", "--q", qp, "--k", kp, "--v", vp, "--out", out, "--mask", mp, "--causal")
+        check(f"run --mask {label}", r.returncode == 0 and f"mask {label}" in r.stdout, r.stdout + r.stderr)
+        if r.returncode == 0:
+            err = np.abs(np.load(out) - reference(q, k, v, True, None, mask=mask)).max()
+            check(f"run --mask {label} matches numpy", err < 1e-5, f"max error {err}")
+        grads = [path(f"m_d{x}.npy") for x in "qkv"]
+        r = attnbench("backward", "--q", qp, "--k", kp, "--v", vp, "--do", dop, "--dq", grads[0], "--dk",
+                      grads[1], "--dv", grads[2], "--mask", mp)
+        check(f"backward --mask {label}", r.returncode == 0, r.stderr)
+        if r.returncode == 0:
+            for grad, expected in zip(grads, reference_backward(q, k, v, d_o, False, None, mask=mask)):
+                err = np.abs(np.load(grad) - expected).max() / (1 + np.abs(expected).max())
+                check(f"backward --mask {label} {os.path.basename(grad)} matches numpy", err < 1e-5,
+                      f"max error {err}")
+    expect_bad_input("--mask float64", ["run", "--q", qp, "--k", kp, "--v", vp, "--out", path("m_o2.npy"),
+                                        "--mask", save("mask_f8.npy", bias.astype(np.float64))],
+                     "mask_f8.npy", "'<f8'", "the mask must be float32 ('<f4') or bool ('|b1')",
+                     out=path("m_o2.npy"))
+    expect_bad_input("--mask of the wrong shape", ["run", "--q", qp, "--k", kp, "--v", vp, "--out",
+                                                   path("m_o2.npy"), "--mask", save("mask_s.npy", bias[:2])],
+                     "--mask", "(2, 9, 12)", "does not broadcast to (batch, q_heads, q_len, kv_len) = (2, 3, 9, 12)",
+                     out=path("m_o2.npy"))
+
     # --- K and V: float16 .npy files, --kv-dtype f16 and bf16 --------------------------------
     # Grouped-query heads, and scores large enough (scale 0.6) that rounding K moves the weights.
     q = rng.standard_normal((4, 21, 16), dtype=np.float32)

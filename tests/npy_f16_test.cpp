@@ -180,3 +180,23 @@ TEST_F(NpyFile, Float16FileReadsAsParsed) {
               path.string() + ": dtype '<f2' is not supported: expected float32 ('<f4')");
   }
 }
+
+// Bool files ('|b1', as np.save writes a bool array), where the caller accepts them: 0 and 1
+// widened to float32, any other byte refused, naming the element.
+TEST(NpyBool, ReadAsZeroAndOneWhereAccepted) {
+  constexpr npy::Accept kMask{.float32 = true, .boolean = true, .who = "the mask"};
+  const std::string dict = "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), }";
+  Bytes file = make_npy(dict, 6);
+  const std::size_t data = file.size() - 6;
+  for (std::size_t i : {1, 2, 5}) file[data + i] = std::byte{1};
+  const npy::Array a = npy::parse(file, "M.npy", kMask);
+  EXPECT_EQ(a.dtype, npy::Dtype::boolean);
+  EXPECT_EQ(a.shape, (std::vector<std::size_t>{2, 3}));
+  EXPECT_EQ(a.data, (std::vector<float>{0, 1, 1, 0, 0, 1}));
+  EXPECT_EQ(npy::descr(npy::Dtype::boolean), "|b1");
+  file[data + 4] = std::byte{2};
+  expect_error(file, {"bool element 4 is the byte 2, not 0 or 1"}, kMask);
+  expect_error(make_npy(dict, 6), {"dtype '|b1' is not supported: expected float32 ('<f4')"});
+  expect_dict_error("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }",
+                    {"the mask must be float32 ('<f4') or bool ('|b1')"}, 48, kMask);
+}

@@ -4,17 +4,18 @@
 //                                                   whether it runs here
 //   attnbench run --q Q.npy --k K.npy --v V.npy --out O.npy [--kernel NAME] [--threads N]
 //                 [--causal] [--alignment bottom_right|top_left] [--window W]
-//                 [--window-right W] [--scale S] [--softcap C] [--alibi] [--memory-budget BYTES]
-//                 [--kv-dtype f32|f16|bf16]
+//                 [--window-right W] [--scale S] [--softcap C] [--alibi] [--mask M.npy]
+//                 [--memory-budget BYTES] [--kv-dtype f32|f16|bf16]
 //   attnbench backward --q Q.npy --k K.npy --v V.npy --do dO.npy --dq dQ.npy --dk dK.npy
 //                 --dv dV.npy [--kernel NAME] [--threads N] [--causal] [--alignment A]
 //                 [--window W] [--window-right W] [--scale S] [--softcap C] [--alibi]
-//                 [--memory-budget BYTES]
+//                 [--mask M.npy] [--memory-budget BYTES]
 //                 [--kv-dtype f32]
 //                                                   the kernel's forward (O, LSE), then its
 //                                                   backward
 //   attnbench demo NAME|all [--json FILE] [--quick] the attention module's experiments (apps/demo/)
-// Q and dO are float32 .npy files; K and V float32 or float16 (read exactly into float32).
+// Q and dO are float32 .npy files; K and V float32 or float16 (read exactly into float32); a mask
+// bool or float32, broadcasting to (batch, q_heads, q_len, kv_len) as NumPy's rules do.
 // Any bad input: one line on stderr naming what and where, exit code 2, no output file.
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/info.h>
@@ -102,6 +103,7 @@ struct CallArgs {
   std::optional<std::size_t> window_left, window_right;
   std::optional<float> scale, softcap;
   bool alibi = false;
+  std::string mask;
   std::size_t memory_budget = 0;
   std::string kv_dtype = "f32";
 };
@@ -135,6 +137,9 @@ void add_call_options(CLI::App* cmd, CallArgs& args, const char* kernel_help,
   cmd->add_flag(
       "--alibi", args.alibi,
       "ALiBi with the paper's slopes, one per query head: -slope |j - diagonal| per score");
+  cmd->add_option("--mask", args.mask,
+                  "mask tensor .npy, as PyTorch's attn_mask: bool (true: the key takes part) or "
+                  "float32 (added to the score), broadcasting to (batch, q_heads, q_len, kv_len)");
   cmd->add_option("--memory-budget", args.memory_budget,
                   "largest naive score matrix in bytes (default: half of RAM; a naive backward "
                   "holds two, P and dS)");
@@ -194,7 +199,41 @@ struct Call {
   attnbench::npy::Array q, k, v;
   Shape shape;
   attnbench::Options options;
+  // --mask's values, where options.mask points
+  std::vector<std::uint8_t> keep;
+  std::vector<float> bias;
 };
+
+// --mask: read, its shape broadcast against the call's (NumPy's rules, the key axis whole), into
+// call.options.mask.
+constexpr attnbench::npy::Accept kMask{.float32 = true, .boolean = true, .who = "the mask"};
+void read_mask(const std::string& path, Call& call) {
+  attnbench::npy::Array m = attnbench::npy::read(path, kMask);
+  const Shape& s = call.shape;
+  const std::vector<std::size_t> full = {s.batch, s.q_heads, s.q_len, s.kv_len};
+  const std::string target = "(batch, q_heads, q_len, kv_len) = " + shape_string(full);
+  if (m.shape.size() > 4) {
+    throw UsageError("--mask " + path + ": shape " + shape_string(m.shape) + " has " +
+                     std::to_string(m.shape.size()) + " axes; at most 4 broadcast to " + target);
+  }
+  std::array<std::size_t, 4> sizes{1, 1, 1, 1};
+  std::copy(m.shape.begin(), m.shape.end(), sizes.end() - m.shape.size());
+  for (std::size_t x = 0; x < 4; ++x) {
+    if (sizes[x] != full[x] && (x == 3 || sizes[x] != 1)) {
+      throw UsageError("--mask " + path + ": shape " + shape_string(m.shape) +
+                       " does not broadcast to " + target +
+                       (x == 3 ? ": its last axis must be kv_len" : ""));
+    }
+  }
+  call.options.mask.sizes = sizes;
+  if (m.dtype == attnbench::npy::Dtype::boolean) {
+    call.keep.assign(m.data.begin(), m.data.end());  // 0 and 1
+    call.options.mask.keep = call.keep.data();
+  } else {
+    call.bias = std::move(m.data);
+    call.options.mask.bias = call.bias.data();
+  }
+}
 
 // Q is float32; K and V float32 or float16, which the reader widens exactly (so a float16 file
 // gives the call the same floats as the float32 file of its values).
@@ -203,7 +242,7 @@ constexpr attnbench::npy::Accept kKeysValues{.float16 = true, .who = "K and V"};
 
 Call read_call(const CallArgs& args) {
   Call call{attnbench::npy::read(args.q, kQueries), attnbench::npy::read(args.k, kKeysValues),
-            attnbench::npy::read(args.v, kKeysValues), Shape{}, attnbench::Options{}};
+            attnbench::npy::read(args.v, kKeysValues), Shape{}, attnbench::Options{}, {}, {}};
   call.shape = attnbench::shape_from_dims(call.q.shape, call.k.shape, call.v.shape,
                                           {args.q, args.k, args.v});
   call.options.causal = args.causal;
@@ -213,6 +252,7 @@ Call read_call(const CallArgs& args) {
   call.options.scale = args.scale;
   call.options.softcap = args.softcap;
   if (args.alibi) call.options.alibi_slopes = attnbench::alibi_slopes(call.shape.q_heads);
+  if (!args.mask.empty()) read_mask(args.mask, call);
   call.options.threads = args.threads;
   call.options.memory_budget_bytes = args.memory_budget;
   call.options.kv_type = kv_type_of(args);
@@ -255,6 +295,8 @@ std::string describe(const attnbench::Kernel& kernel, std::size_t threads, const
   if (options.window_left) out += " window " + std::to_string(*options.window_left);
   if (options.window_right) out += " window_right " + std::to_string(*options.window_right);
   if (!options.alibi_slopes.empty()) out += " alibi";
+  if (options.mask.keep) out += " mask bool";
+  if (options.mask.bias) out += " mask float32";
   if (options.softcap) {
     char cap[32];
     std::snprintf(cap, sizeof cap, " softcap %g", double(*options.softcap));

@@ -60,7 +60,9 @@ std::string quoted(std::string_view v) {
   return s;
 }
 
-std::size_t element_bytes(Dtype dtype) { return dtype == Dtype::float16 ? 2 : 4; }
+std::size_t element_bytes(Dtype dtype) {
+  return dtype == Dtype::float16 ? 2 : dtype == Dtype::boolean ? 1 : 4;
+}
 
 // Validates a shape for both reading and writing; returns the data size in bytes, `dtype`'s.
 std::size_t data_bytes(std::span<const std::size_t> shape, Dtype dtype, std::string_view name) {
@@ -121,13 +123,18 @@ Preamble read_preamble(std::span<const std::byte> prefix, std::uintmax_t file_si
 Dtype dtype_of(std::string_view descr, const Accept& accept, std::string_view name) {
   if (accept.float32 && descr == "<f4") return Dtype::float32;
   if (accept.float16 && descr == "<f2") return Dtype::float16;
-  if (!accept.float32 && !accept.float16) fail(name, "the caller accepts no dtype");
+  if (accept.boolean && descr == "|b1") return Dtype::boolean;
+  if (!accept.float32 && !accept.float16 && !accept.boolean) {
+    fail(name, "the caller accepts no dtype");
+  }
   std::string why = "dtype " + quoted(descr) + " is not supported: ";
   if (descr == ">f4" || descr == ">f2") why += "big-endian byte order; ";
   why += accept.who.empty() ? std::string("expected ") : std::string(accept.who) + " must be ";
   if (accept.float32) why += "float32 ('<f4')";
   if (accept.float32 && accept.float16) why += " or ";
   if (accept.float16) why += "float16 ('<f2')";
+  if ((accept.float32 || accept.float16) && accept.boolean) why += " or ";
+  if (accept.boolean) why += "bool ('|b1')";
   fail(name, why);
 }
 
@@ -380,9 +387,26 @@ void widen_halves(const std::byte* halves, Array& a) {
   }
 }
 
+// Widens the array's data from the file's bool bytes at `bytes` (0 or 1; another is an Error) to
+// float32 0 and 1, in place as widen_halves does.
+void widen_bools(const std::byte* bytes, Array& a, std::string_view name) {
+  std::byte* out = reinterpret_cast<std::byte*>(a.data.data());
+  for (std::size_t i = a.data.size(); i-- > 0;) {
+    const auto b = static_cast<unsigned char>(bytes[i]);
+    if (b > 1) {
+      fail(name, "bool element " + std::to_string(i) + " is the byte " + std::to_string(b) +
+                     ", not 0 or 1");
+    }
+    const float x = float(b);
+    std::memcpy(out + 4 * i, &x, sizeof x);
+  }
+}
+
 }  // namespace
 
-std::string_view descr(Dtype dtype) { return dtype == Dtype::float16 ? "<f2" : "<f4"; }
+std::string_view descr(Dtype dtype) {
+  return dtype == Dtype::float16 ? "<f2" : dtype == Dtype::boolean ? "|b1" : "<f4";
+}
 
 Array parse(std::span<const std::byte> bytes, std::string_view name, const Accept& accept) {
   const Preamble pre =
@@ -396,6 +420,8 @@ Array parse(std::span<const std::byte> bytes, std::string_view name, const Accep
   Array a = array_of(h);
   if (a.dtype == Dtype::float16) {
     widen_halves(bytes.data() + data_offset, a);
+  } else if (a.dtype == Dtype::boolean) {
+    widen_bools(bytes.data() + data_offset, a, name);
   } else {
     std::memcpy(a.data.data(), bytes.data() + data_offset, h.data_bytes);
   }
@@ -440,6 +466,9 @@ Array read(const std::filesystem::path& path, const Accept& accept) {
   read_exact(a.data.data(), h.data_bytes);
   if (std::fgetc(f.get()) != EOF) fail(name, "file grew while being read");
   if (a.dtype == Dtype::float16) widen_halves(reinterpret_cast<const std::byte*>(a.data.data()), a);
+  if (a.dtype == Dtype::boolean) {
+    widen_bools(reinterpret_cast<const std::byte*>(a.data.data()), a, name);
+  }
   return a;
 }
 

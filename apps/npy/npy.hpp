@@ -1,7 +1,7 @@
 // Reader and writer for NumPy .npy files holding float32 C-order arrays.
 //
 // Only the subset this project exchanges with Python is supported: descr '<f4' (and, where the
-// caller accepts it, '<f2', read into float32), fortran_order False, 1 to 8 non-zero dimensions.
+// caller accepts them, '<f2' and '|b1', read into float32), fortran_order False, 1 to 8 non-zero dimensions.
 // Everything else is rejected with npy::Error rather than guessed at. The reader is strict and
 // bounds-checked throughout, so it is safe on untrusted or corrupt input. The writer writes '<f4'.
 #pragma once
@@ -21,11 +21,12 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The element types a file may hold, both little-endian: '<f4' (float32) and '<f2' (IEEE
-// float16). The data always come back as float32: a float16 file is widened exactly by
-// attnbench::f16_to_float (every half is a float32; a NaN comes back quiet, its payload kept).
-enum class Dtype { float32, float16 };
-// The descr numpy writes for it: "<f4", "<f2".
+// The element types a file may hold: '<f4' (float32), '<f2' (IEEE float16), both little-endian,
+// and '|b1' (bool, a byte of 0 or 1). The data always come back as float32: a float16 file is
+// widened exactly by attnbench::f16_to_float (every half is a float32; a NaN comes back quiet, its
+// payload kept), a bool file as 0 and 1 (another byte is an Error).
+enum class Dtype { float32, float16, boolean };
+// The descr numpy writes for it: "<f4", "<f2", "|b1".
 std::string_view descr(Dtype dtype);
 
 // The dtypes a read accepts, and whose arrays they are, for the error about any other dtype:
@@ -34,6 +35,7 @@ std::string_view descr(Dtype dtype);
 struct Accept {
   bool float32 = true;
   bool float16 = false;
+  bool boolean = false;
   std::string_view who;
 };
 
