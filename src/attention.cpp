@@ -12,6 +12,7 @@
 #include <attnbench/attnbench.hpp>
 #include "call_plan.hpp"
 #include "kernels/common.hpp"
+#include "mask_band.hpp"
 #include "task_runner.hpp"
 #include "tensor_checks.hpp"
 
@@ -358,7 +359,7 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   // arithmetic is the same as unfolded. Problem p is batch p / per_batch, query heads from
   // (p % per_batch) x group on (group 1: one query head).
   const driver::Problems plan = driver::problems(code, shape);
-  const KeyMask mask(shape.q_len, shape.kv_len, options);
+  const KeyMask mask = driver::kernel_key_mask(shape, options);
   const std::size_t per_batch = shape.q_heads / plan.group;
   auto problem = [&](std::size_t p, std::size_t slot = 0) {
     const std::size_t b = p / per_batch, h = p % per_batch * plan.group;

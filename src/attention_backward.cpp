@@ -19,6 +19,7 @@
 
 #include <attnbench/attnbench.hpp>
 #include "kernels/kernel_interface.hpp"
+#include "mask_band.hpp"
 #include "task_runner.hpp"
 #include "tensor_checks.hpp"
 
@@ -180,6 +181,7 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
 
   // The key/value head kv (batch * kv_heads + its index) and its group of query heads, which are
   // consecutive: query head h of batch b reads key/value head h / group.
+  const KeyMask mask = driver::kernel_key_mask(shape, options);
   auto problem = [&](std::size_t kv) {
     const std::size_t first_head = kv * group;  // = batch * q_heads + (kv % kv_heads) * group
     const std::size_t q_at = first_head * q_head_floats, kv_at = kv * kv_head_floats;
@@ -203,7 +205,7 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
         .alibi = options.alibi_slopes.empty()
                      ? nullptr
                      : options.alibi_slopes.data() + first_head % shape.q_heads,
-        .mask = KeyMask(shape.q_len, shape.kv_len, options),
+        .mask = mask,
         .tensor = kernels::mask_rows(options.mask, first_head / shape.q_heads,
                                      first_head % shape.q_heads),
         .key_block = key_block,

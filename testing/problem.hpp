@@ -87,8 +87,10 @@ inline Problem random_problem(const Shape& shape, bool causal, std::uint32_t see
 // the batch ([1, q_heads, q_len, kv_len], about 1 key in 4 dropped, every fifth row's keys all
 // dropped); additive per batch and row, broadcast over heads ([batch, 1, q_len, kv_len], normal
 // biases of deviation 2, 1 in 8 -inf, every seventh row all -inf); or a boolean padding mask
-// ([batch, 1, 1, kv_len], batch b's last 5 b + 3 keys dropped).
-enum class TensorMask : std::uint8_t { none, keep, bias, padding };
+// ([batch, 1, 1, kv_len], batch b's last 5 b + 3 keys dropped); or a band given as a boolean tensor
+// ([1, 1, q_len, kv_len]: row i keeps the 40 keys ending at i + kv_len - q_len, with every third
+// key of them dropped), which the kernels narrow their key blocks to.
+enum class TensorMask : std::uint8_t { none, keep, bias, padding, band };
 
 // A test case's mask options (Options' causal, alignment and window), soft-cap, ALiBi and mask
 // tensor, and its name in test names: "_causal", "_topleft", "_wl37", "_wr5", "_cap5", "_alibi",
@@ -142,7 +144,10 @@ struct Masking {
     if (softcap) n += "_cap" + std::to_string(int(*softcap));
     if (alibi) n += "_alibi";
     if (tensor != TensorMask::none) {
-      n += tensor == TensorMask::keep ? "_keep" : tensor == TensorMask::bias ? "_bias" : "_pad";
+      n += tensor == TensorMask::keep      ? "_keep"
+           : tensor == TensorMask::bias    ? "_bias"
+           : tensor == TensorMask::padding ? "_pad"
+                                           : "_band";
     }
     return n;
   }
@@ -168,6 +173,16 @@ inline void add_mask_tensor(Problem& p, TensorMask t, std::uint32_t seed) {
       const float b = normal(rng);
       const bool gone = (x / s.kv_len) % 7 == 3 || minus_inf(rng);
       p.mask_bias[x] = gone ? -std::numeric_limits<float>::infinity() : b;
+    }
+  } else if (t == TensorMask::band) {
+    m.sizes = {1, 1, s.q_len, s.kv_len};
+    p.mask_keep.resize(s.q_len * s.kv_len);
+    for (std::size_t i = 0; i < s.q_len; ++i) {
+      const long long diagonal = (long long)(i + s.kv_len) - (long long)s.q_len;
+      for (std::size_t j = 0; j < s.kv_len; ++j) {
+        const long long behind = diagonal - (long long)j;
+        p.mask_keep[i * s.kv_len + j] = behind >= 0 && behind < 40 && j % 3 != 1;
+      }
     }
   } else if (t == TensorMask::padding) {
     m.sizes = {s.batch, 1, 1, s.kv_len};
@@ -235,6 +250,11 @@ inline std::vector<MaskCase> window_cases(bool decoding) {
       cases.push_back({{2, 4, 2, 17, 65, 8}, Masking(false).with(TensorMask::keep)});
       cases.push_back({{2, 2, 1, 33, 300, 64}, Masking(false).with(TensorMask::padding)});
       cases.push_back({{1, 2, 1, 127, 127, 33}, Masking(false, a, 50, 20).with(TensorMask::keep)});
+      cases.push_back({{2, 4, 2, 300, 257, 31}, Masking(false).with(TensorMask::band)});
+      cases.push_back({{1, 1, 1, 100, 300, 64},
+                       Masking(false, Alignment::top_left, std::nullopt).with(TensorMask::band)});
+      cases.push_back(
+          {{1, 2, 1, 200, 1000, 64}, Masking(false).capped(5).with(TensorMask::band), true});
       cases.push_back({{1, 3, 1, 200, 1000, 64},
                        Masking(true, a, 100).capped(5).with_alibi().with(TensorMask::bias),
                        true});
@@ -242,6 +262,7 @@ inline std::vector<MaskCase> window_cases(bool decoding) {
         cases.push_back({{2, 4, 2, 7, 6000, 16}, Masking(true).with(TensorMask::padding)});
         cases.push_back({{1, 1, 1, 1, 5000, 64}, Masking(true).with(TensorMask::bias), true});
         cases.push_back({{1, 4, 1, 3, 4097, 33}, Masking(false).with(TensorMask::keep)});
+        cases.push_back({{2, 4, 2, 7, 6000, 16}, Masking(false).with(TensorMask::band)});
       }
     }
     if (decoding) {

@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 
 #include "kernels/kernel_interface.hpp"
+#include "mask_band.hpp"
 #include "oracle_support.hpp"
 #include "registry_params.hpp"
 
@@ -315,6 +316,52 @@ TEST_P(EveryKernel, NaNAndInfLandWhereTheOracleHasThem) {
     EXPECT_GT(nan_count, 0u);
     check_against_oracle(p, out, ref);
   }
+}
+
+// The kernels' keys under a mask tensor: the band around the diagonal it keeps keys in, so that a
+// causal or banded mask given as a tensor skips key blocks as the causal mask and windows do.
+TEST(MaskBand, NarrowsToTheKeysTheTensorKeeps) {
+  const Shape s{1, 1, 1, 50, 80, 8};
+  const std::int64_t shift = 80 - 50;  // bottom-right: row i's diagonal key is i + 30
+  std::vector<std::uint8_t> keep(50 * 80);
+  std::vector<float> bias(50 * 80);
+  const auto fill = [&](auto keeps) {
+    for (std::size_t i = 0; i < 50; ++i) {
+      for (std::size_t j = 0; j < 80; ++j) {
+        const bool k =
+            keeps(std::int64_t(i) + shift - std::int64_t(j));  // keys behind the diagonal
+        keep[i * 80 + j] = k;
+        bias[i * 80 + j] = k ? 0.5f : -INFINITY;
+      }
+    }
+  };
+  Options o;
+  for (bool additive : {false, true}) {
+    o.mask = additive ? MaskTensor{nullptr, bias.data(), {1, 1, 50, 80}}
+                      : MaskTensor{keep.data(), nullptr, {1, 1, 50, 80}};
+    fill([](std::int64_t behind) { return behind >= 0; });  // causal, as a tensor
+    for (std::size_t i = 0; i < 50; ++i) {
+      EXPECT_EQ(driver::kernel_key_mask(s, o).row(i).begin, 0u) << i;
+      EXPECT_EQ(driver::kernel_key_mask(s, o).row(i).end, i + shift + 1) << i;
+    }
+    fill([](std::int64_t behind) { return behind >= 0 && behind < 7 && behind != 3; });  // a band
+    for (std::size_t i = 0; i < 50; ++i) {
+      const KeySpan keys = driver::kernel_key_mask(s, o).row(i);
+      EXPECT_EQ(keys.begin, i + shift - 6) << i;
+      EXPECT_EQ(keys.end, i + shift + 1) << i;
+    }
+    fill([](std::int64_t) { return false; });  // nothing: at most the diagonal key
+    for (std::size_t i = 0; i < 50; ++i) EXPECT_LE(driver::kernel_key_mask(s, o).row(i).size(), 1u);
+  }
+  // Broadcast over rows (a padding mask): the keys before the first row's last kept one at most.
+  std::vector<std::uint8_t> padding(80, 1);
+  for (std::size_t j = 75; j < 80; ++j) padding[j] = 0;
+  o.mask = {padding.data(), nullptr, {1, 1, 1, 80}};
+  EXPECT_EQ(driver::kernel_key_mask(s, o).row(0).end, 75u);
+  EXPECT_EQ(driver::kernel_key_mask(s, o).row(0).begin, 0u);
+  // Within the options' own window: never wider.
+  o.window_left = 3;
+  EXPECT_EQ(driver::kernel_key_mask(s, o).row(40).begin, 40u + shift - 2);
 }
 
 TEST_P(EveryKernel, MultithreadedOutputIsBitwiseIdentical) {

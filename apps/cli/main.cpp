@@ -241,8 +241,13 @@ constexpr attnbench::npy::Accept kQueries{.who = "Q"};
 constexpr attnbench::npy::Accept kKeysValues{.float16 = true, .who = "K and V"};
 
 Call read_call(const CallArgs& args) {
-  Call call{attnbench::npy::read(args.q, kQueries), attnbench::npy::read(args.k, kKeysValues),
-            attnbench::npy::read(args.v, kKeysValues), Shape{}, attnbench::Options{}, {}, {}};
+  Call call{attnbench::npy::read(args.q, kQueries),
+            attnbench::npy::read(args.k, kKeysValues),
+            attnbench::npy::read(args.v, kKeysValues),
+            Shape{},
+            attnbench::Options{},
+            {},
+            {}};
   call.shape = attnbench::shape_from_dims(call.q.shape, call.k.shape, call.v.shape,
                                           {args.q, args.k, args.v});
   call.options.causal = args.causal;

@@ -1,9 +1,10 @@
 // Reader and writer for NumPy .npy files holding float32 C-order arrays.
 //
 // Only the subset this project exchanges with Python is supported: descr '<f4' (and, where the
-// caller accepts them, '<f2' and '|b1', read into float32), fortran_order False, 1 to 8 non-zero dimensions.
-// Everything else is rejected with npy::Error rather than guessed at. The reader is strict and
-// bounds-checked throughout, so it is safe on untrusted or corrupt input. The writer writes '<f4'.
+// caller accepts them, '<f2' and '|b1', read into float32), fortran_order False, 1 to 8 non-zero
+// dimensions. Everything else is rejected with npy::Error rather than guessed at. The reader is
+// strict and bounds-checked throughout, so it is safe on untrusted or corrupt input. The writer
+// writes '<f4'.
 #pragma once
 
 #include <cstddef>
