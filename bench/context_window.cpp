@@ -21,7 +21,7 @@ struct ContextPreset {
   std::vector<std::size_t> lengths;  // windowed points
   std::size_t window;
   std::size_t full_up_to;  // full causal points at the lengths up to this
-  std::size_t capped_at;   // and a soft-capped full causal point at this length
+  std::size_t capped_at;   // and a soft-capped full causal point and the window as a tensor here
   std::size_t head_dim;
   int repetitions;
 };
@@ -58,8 +58,18 @@ const std::map<std::size_t, double>* g_peak = nullptr;
 // Rows of each point's oracle check (evenly spaced, the first and last among them).
 constexpr std::size_t kCheckRows = 6;
 
+// The window as a boolean mask tensor, [1, 1, n, n]: row i keeps keys (i - window, i].
+std::vector<std::uint8_t> window_tensor(std::size_t n, std::size_t window) {
+  std::vector<std::uint8_t> keep(n * n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t first = i + 1 > window ? i + 1 - window : 0;
+    std::fill(keep.begin() + i * n + first, keep.begin() + i * n + i + 1, std::uint8_t{1});
+  }
+  return keep;
+}
+
 void run_context(benchmark::State& state, const Kernel* kernel, std::size_t n, std::size_t d,
-                 std::size_t window, float softcap, std::size_t threads) {
+                 std::size_t window, float softcap, bool as_tensor, std::size_t threads) {
   try {
     const Shape shape{1, 1, 1, n, n, d};
     const std::vector<float>& q = random_tensor(shape.q_elements(), 40);
@@ -70,8 +80,14 @@ void run_context(benchmark::State& state, const Kernel* kernel, std::size_t n, s
     Options options;
     options.causal = true;
     options.threads = threads;
-    if (window > 0) options.window_left = window;
     if (softcap > 0.0f) options.softcap = softcap;
+    std::vector<std::uint8_t> keep;
+    if (as_tensor) {
+      keep = window_tensor(n, window);
+      options.mask = {keep.data(), nullptr, {1, 1, n, n}};
+    } else if (window > 0) {
+      options.window_left = window;
+    }
     Workspace ws;
     attention(*kernel, shape, options, t, ws);  // warm-up, and the output the check reads
     const OracleCheck check = check_against_oracle(shape, options, t, kCheckRows);
@@ -83,7 +99,9 @@ void run_context(benchmark::State& state, const Kernel* kernel, std::size_t n, s
       benchmark::DoNotOptimize(o.data());
       state.SetIterationTime(std::chrono::duration<double>(clock::now() - a).count());
     }
-    const double pairs = scored_pairs(shape, options);
+    Options visible = options;  // the pairs the window leaves, given as a tensor or not
+    if (window > 0) visible.window_left = window;
+    const double pairs = scored_pairs(shape, visible);
     const double flops = 4.0 * pairs * double(d);
     // (a rate inverted: seconds over n * 1e-6, microseconds a row)
     state.counters["us_per_row"] = benchmark::Counter(
@@ -96,6 +114,7 @@ void run_context(benchmark::State& state, const Kernel* kernel, std::size_t n, s
     state.counters["kv_bytes"] = 2.0 * double(shape.kv_elements()) * sizeof(float);
     state.counters["window"] = double(window);
     state.counters["softcap"] = double(softcap);
+    state.counters["mask_bytes"] = double(keep.size());
   } catch (const std::exception& e) {
     skip_all(state, std::string("failed: ") + e.what());
   }
@@ -116,21 +135,24 @@ void register_context(const std::string& preset_name, std::size_t all_threads,
   struct Mask {
     std::size_t window;
     float softcap;
+    bool as_tensor;
   };
   for (std::size_t threads : thread_counts) {
     for (std::size_t n : preset.lengths) {
-      for (const Mask mask : {Mask{preset.window, 0.0f}, Mask{0, 0.0f}, Mask{0, kSoftcap}}) {
+      for (const Mask mask : {Mask{preset.window, 0.0f, false}, Mask{0, 0.0f, false},
+                              Mask{0, kSoftcap, false}, Mask{preset.window, 0.0f, true}}) {
         const std::size_t window = mask.window;
         if (window == 0 && n > preset.full_up_to) continue;
-        if (mask.softcap > 0.0f && n != preset.capped_at) continue;
+        if ((mask.softcap > 0.0f || mask.as_tensor) && n != preset.capped_at) continue;
         const std::string name =
             "context/" + std::string(kernel->name) + "/n:" + std::to_string(n) +
             "/d:" + std::to_string(preset.head_dim) +
             "/w:" + (window ? std::to_string(window) : "full") +
             (mask.softcap > 0.0f ? "/cap:" + std::to_string(int(mask.softcap)) : "") +
-            "/threads:" + std::to_string(threads);
-        auto* b = benchmark::RegisterBenchmark(name.c_str(), run_context, kernel, n,
-                                               preset.head_dim, window, mask.softcap, threads);
+            (mask.as_tensor ? "/mask:bool" : "") + "/threads:" + std::to_string(threads);
+        auto* b =
+            benchmark::RegisterBenchmark(name.c_str(), run_context, kernel, n, preset.head_dim,
+                                         window, mask.softcap, mask.as_tensor, threads);
         b->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
         b->Repetitions(preset.repetitions)->ReportAggregatesOnly(true);
         b->ComputeStatistics("min", fastest);

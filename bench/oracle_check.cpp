@@ -42,10 +42,19 @@ OracleCheck check_against_oracle(const Shape& shape, const Options& options, con
           }
           continue;
         }
-        // Row i alone: one query over the keys it sees, the same scale, no mask.
+        // Row i alone: one query over the keys it sees, the same scale and soft-cap, its row of
+        // the mask tensor (ALiBi, whose bias depends on the row's diagonal, is not checked here).
         Shape row_shape{.q_len = 1, .kv_len = visible, .head_dim = d};
         Options row_options;
         row_options.scale = effective_scale(shape, options);
+        row_options.softcap = options.softcap;
+        if (!options.mask.empty()) {
+          const auto [batch_stride, head_stride, row_stride] = options.mask.strides();
+          const std::size_t from = b * batch_stride + h * head_stride + i * row_stride + keys.begin;
+          row_options.mask = {options.mask.keep ? options.mask.keep + from : nullptr,
+                              options.mask.bias ? options.mask.bias + from : nullptr,
+                              {1, 1, 1, visible}};
+        }
         const float* q = rounded(io.q + at.q + i * d, d, q16);
         const float* k = rounded(io.k + kv0, visible * d, k16);
         const float* v = rounded(io.v + kv0, visible * d, v16);

@@ -8,32 +8,38 @@
 namespace attnbench::driver {
 namespace {
 
-// The first and one past the last key a keep row keeps ({n, 0} for none): 8 bytes at a time
-// over the zeros before and after them.
-std::pair<std::size_t, std::size_t> kept_span(const std::uint8_t* row, std::size_t n) {
-  std::size_t first = 0;
-  for (std::uint64_t w = 0; first + 8 <= n; first += 8) {
-    std::memcpy(&w, row + first, 8);
-    if (w != 0) break;
+// Whether the 32 values at `p` all remove their keys: 64-bit words OR'ed, each equal to the word
+// of removed values `gone` (0 for keep bytes, -inf's bits twice for a bias) when all are.
+template <class T>
+bool all_gone(const T* p, std::uint64_t gone) {
+  std::uint64_t diff = 0;
+  for (std::size_t x = 0; x < 32 * sizeof(T) / 8; ++x) {
+    std::uint64_t w;
+    std::memcpy(&w, reinterpret_cast<const unsigned char*>(p) + 8 * x, 8);
+    diff |= w ^ gone;
   }
-  while (first < n && row[first] == 0) ++first;
+  return diff == 0;
+}
+
+// The first and one past the last key a row of the tensor keeps ({n, 0} for none): 32 values a
+// step over the removed ones before and after them, then one by one.
+template <class T>
+std::pair<std::size_t, std::size_t> kept_span(const T* row, std::size_t n, T removed,
+                                              std::uint64_t gone) {
+  std::size_t first = 0;
+  while (first + 32 <= n && all_gone(row + first, gone)) first += 32;
+  while (first < n && row[first] == removed) ++first;
   if (first == n) return {n, 0};
   std::size_t end = n;
-  for (std::uint64_t w = 0; end >= first + 8; end -= 8) {
-    std::memcpy(&w, row + end - 8, 8);
-    if (w != 0) break;
-  }
-  while (row[end - 1] == 0) --end;
+  while (end >= first + 32 && all_gone(row + end - 32, gone)) end -= 32;
+  while (row[end - 1] == removed) --end;
   return {first, end};
 }
+std::pair<std::size_t, std::size_t> kept_span(const std::uint8_t* row, std::size_t n) {
+  return kept_span<std::uint8_t>(row, n, 0, 0);
+}
 std::pair<std::size_t, std::size_t> kept_span(const float* row, std::size_t n) {
-  constexpr float kGone = -std::numeric_limits<float>::infinity();
-  std::size_t first = 0;
-  while (first < n && row[first] == kGone) ++first;
-  if (first == n) return {n, 0};
-  std::size_t end = n;
-  while (row[end - 1] == kGone) --end;
-  return {first, end};
+  return kept_span(row, n, -std::numeric_limits<float>::infinity(), 0xff800000ff800000ull);
 }
 
 }  // namespace

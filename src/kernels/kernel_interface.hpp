@@ -27,7 +27,8 @@ namespace attnbench::kernels {
 
 // A mask tensor's rows for one problem (Options::mask), or none: row i of its query head h
 // (counted from the problem's first) at keep or bias + h * head_stride + i * row_stride, one
-// value per key. kernels/common.hpp applies them (apply_mask).
+// value per key. kernels/common.hpp applies them (apply_mask, masked_score), the SIMD kernels in
+// Simd::modify_scores.
 struct MaskRows {
   const std::uint8_t* keep = nullptr;
   const float* bias = nullptr;

@@ -72,9 +72,11 @@ struct NaiveSimd : Simd<Arch> {
       float scale = head.scale;
       if (head.modifies_scores()) {  // modified in place, scaled: the sweeps' is 1
         const std::size_t i = rows.begin + r;
+        const std::size_t at = head.tensor_row(i);
         S::modify_scores(s, keys.begin, keys.end, head.scale, head.softcap, head.alibi_slope(i),
-                         -double(head.diagonal(i)));
-        if (head.tensor) apply_mask(head.tensor, head.tensor_row(i), s, keys.begin, keys.end, 0);
+                         -double(head.diagonal(i)),
+                         head.tensor.keep ? head.tensor.keep + at : nullptr,
+                         head.tensor.bias ? head.tensor.bias + at : nullptr);
         scale = 1.0f;
       }
       const float m = S::scale_and_max(s, keys.begin, keys.end, scale);

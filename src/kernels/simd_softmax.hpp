@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -103,22 +104,65 @@ struct SimdSoftmax : SimdStorage<Arch> {
                           batch(4.0f) * e_up / (one_e * one_e) * batch(0x1p-64f));
     return xsimd::select(near_zero, small, big) ^ xsimd::bitofsign(x);
   }
+  // The mask tensor's values for the W scores from index j of a row whose values for [begin,
+  // end) are `keep` or `bias` (MaskRows', offset to the row's index 0), read within [begin, end)
+  // only: the bias, or 0 / -inf for keep bytes; 0 outside. `all_kept`: every lane keeps its key
+  // with a bias of 0 (a boolean mask's common case), and the vector need not change.
+  static batch tensor_lanes(const std::uint8_t* keep, const float* bias, std::size_t j,
+                            std::size_t begin, std::size_t end, bool& all_kept) {
+    all_kept = false;
+    if (j >= begin && j + W <= end) {
+      if (bias != nullptr) return batch::load_unaligned(bias + j);
+      bool every = true;
+      if constexpr (W >= 8) {  // every byte nonzero: (w - 0x01..) & ~w & 0x80.. finds a zero byte
+        std::uint64_t words[W / 8];
+        std::memcpy(words, keep + j, W);
+        for (std::uint64_t w : words) {
+          every &= ((w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull) == 0;
+        }
+      } else {
+        for (std::size_t x = 0; x < W; ++x) every &= keep[j + x] != 0;
+      }
+      if (every) {
+        all_kept = true;
+        return batch(0.0f);
+      }
+    }
+    alignas(64) float lanes[W];
+    for (std::size_t x = 0; x < W; ++x) {
+      const std::size_t c = j + x;
+      lanes[x] = c < begin || c >= end ? 0.0f
+                 : bias != nullptr
+                     ? bias[c]
+                     : (keep[c] != 0 ? 0.0f : -std::numeric_limits<float>::infinity());
+    }
+    return batch::load_aligned(lanes);
+  }
+
   // Scores modified in place over the vectors that hold s[begin, end), scaled once here (the
   // softmax sweeps then take a scale of 1): s = scale s, soft-capped to cap tanh(s / cap) when
   // cap > 0, plus ALiBi's -slope |j + offset| for the score at index j when slope != 0 (offset:
-  // the first key's index minus the row's diagonal key).
+  // the first key's index minus the row's diagonal key), then the mask tensor's row (`keep` or
+  // `bias`, indexed as s; both null for none): its bias added, or -inf where it keeps no key.
   static void modify_scores(float* s, std::size_t begin, std::size_t end, float scale, float cap,
-                            float slope, double offset) {
+                            float slope, double offset, const std::uint8_t* keep = nullptr,
+                            const float* bias = nullptr) {
     const batch sc(scale), c(cap), inv(cap > 0.0f ? 1.0f / cap : 0.0f), minus_slope(-slope);
     alignas(64) static constexpr float kLane[16] = {0, 1, 2,  3,  4,  5,  6,  7,
                                                     8, 9, 10, 11, 12, 13, 14, 15};
     const batch lane = batch::load_aligned(kLane);
+    const batch minus_inf(-std::numeric_limits<float>::infinity());
     for (std::size_t j = begin / W * W; j < end; j += W) {
       batch x = batch::load_aligned(s + j) * sc;
       if (cap > 0.0f) x = c * tanh(x * inv);
       if (slope != 0.0f) {
         const batch distance = xsimd::abs(lane + batch(static_cast<float>(double(j) + offset)));
         x = xsimd::fma(minus_slope, distance, x);
+      }
+      if (keep != nullptr || bias != nullptr) {
+        bool all_kept;
+        const batch b = tensor_lanes(keep, bias, j, begin, end, all_kept);
+        if (!all_kept) x = keep != nullptr ? xsimd::select(b == minus_inf, b, x) : x + b;
       }
       x.store_aligned(s + j);
     }

@@ -352,11 +352,11 @@ struct TiledBf16 : Simd<Arch> {
             float scale = head.scale;
             if (head.modifies_scores()) {  // modified in place: the sweeps' scale 1
               const std::size_t i = i0 + g + r;
+              const std::size_t at = head.tensor_row(i) + j0;  // the block's first key
               S::modify_scores(s_r, seen.begin[r], seen.end[r], head.scale, head.softcap,
-                               head.alibi_slope(i), double(j0) - double(head.diagonal(i)));
-              if (head.tensor) {
-                apply_mask(head.tensor, head.tensor_row(i), s_r, seen.begin[r], seen.end[r], j0);
-              }
+                               head.alibi_slope(i), double(j0) - double(head.diagonal(i)),
+                               head.tensor.keep ? head.tensor.keep + at : nullptr,
+                               head.tensor.bias ? head.tensor.bias + at : nullptr);
               scale = 1.0f;
             }
             const float block_max = S::scale_and_max(s_r, seen.begin[r], seen.end[r], scale);

@@ -85,11 +85,11 @@ struct TiledSimd : Simd<Arch> {
         float* s_r = s + r * Ss;
         float scale = head.scale;
         if (head.modifies_scores()) {  // modified in place, scaled: the sweeps' is 1
+          const std::size_t at = head.tensor_row(i + r) + j0;  // the block's first key
           S::modify_scores(s_r, seen.begin[r], seen.end[r], head.scale, head.softcap,
-                           head.alibi_slope(i + r), double(j0) - double(head.diagonal(i + r)));
-          if (head.tensor) {
-            apply_mask(head.tensor, head.tensor_row(i + r), s_r, seen.begin[r], seen.end[r], j0);
-          }
+                           head.alibi_slope(i + r), double(j0) - double(head.diagonal(i + r)),
+                           head.tensor.keep ? head.tensor.keep + at : nullptr,
+                           head.tensor.bias ? head.tensor.bias + at : nullptr);
           scale = 1.0f;
         }
         const float block_max = S::scale_and_max(s_r, seen.begin[r], seen.end[r], scale);
