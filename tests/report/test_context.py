@@ -44,7 +44,8 @@ class Loader(unittest.TestCase):
         self.assertEqual(lc.parse_name("context/tiled/simd/avx2/n:8192/d:128/w:full/threads:2/iterations:1/"
                                        "repeats:3/manual_time_median"),
                          {"kernel": "tiled/simd/avx2", "n": 8192, "d": 128, "window": 0, "softcap": 0.0,
-                          "threads": 2})
+                          "threads": 2, "tensor": ""})
+        self.assertEqual(lc.parse_name("context/tiled/simd/n:16/d:8/w:4/mask:bool/threads:1")["tensor"], "bool")
         self.assertEqual(lc.parse_name("context/tiled/simd/n:16/d:8/w:full/cap:50/threads:1")["softcap"], 50.0)
         with self.assertRaisesRegex(ValueError, "missing w"):
             lc.parse_name("context/tiled/simd/n:8/d:4/threads:1")
@@ -80,6 +81,9 @@ class Analysis(unittest.TestCase):
             self.assertGreaterEqual(ac.causal_pairs(half) * c.full_s_per_pair,
                                     2 * ac.window_pairs(half, c.window) * c.window_s_per_pair)
             self.assertTrue(math.isfinite(c.pair_spread()) or len(c.flat_ns()) < 2)
+            # the window as a mask tensor: apart from the window's curve, at a length the window has
+            self.assertTrue(c.tensors and set(c.tensors) <= set(c.windowed), str(c.tensors))
+            self.assertTrue(all(not p.tensor for p in c.windowed.values()))
 
 
 class Section(unittest.TestCase):
@@ -94,6 +98,7 @@ class Section(unittest.TestCase):
         self.assertIn(narrative_context.FIGURE + ".png", text)
         self.assertTrue((folder / (narrative_context.FIGURE + ".svg")).is_file())
         self.assertIn("per visible pair the time varies by", text)
+        self.assertIn("the same window given as a boolean mask tensor", text)
 
     def test_no_section_without_the_window(self):
         doc = Document(title="t", subtitle="")

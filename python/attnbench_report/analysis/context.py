@@ -33,6 +33,7 @@ class Curve:
     capped: dict  # n -> ContextPoint: full causal, soft-capped
     window_s_per_pair: float
     full_s_per_pair: float
+    tensors: dict = None  # n -> ContextPoint: the window given as a boolean mask tensor
 
     def predicted_full_ms(self, n: int) -> float:
         """The full causal call at n predicted from the measured ones: its pairs at their time per pair."""
@@ -85,16 +86,18 @@ def curves(points: list) -> list:
     out = []
     for threads in sorted({p.threads for p in points}):
         mine = [p for p in points if p.threads == threads and not p.skipped]
-        windowed = {p.n: p for p in sorted(mine, key=lambda p: p.n) if not p.full and not p.softcap}
-        full = {p.n: p for p in sorted(mine, key=lambda p: p.n) if p.full and not p.softcap}
-        capped = {p.n: p for p in mine if p.full and p.softcap}
+        plain = [p for p in sorted(mine, key=lambda p: p.n) if not p.tensor]
+        windowed = {p.n: p for p in plain if not p.full and not p.softcap}
+        full = {p.n: p for p in plain if p.full and not p.softcap}
+        capped = {p.n: p for p in plain if p.full and p.softcap}
+        tensors = {p.n: p for p in mine if p.tensor}
         if not windowed:
             continue
         w = next(iter(windowed.values())).window
         per_pair_w = statistics.median(_time_s(p) / window_pairs(n, w) for n, p in windowed.items())
         per_pair_f = (statistics.median(_time_s(p) / causal_pairs(n) for n, p in full.items()) if full
                       else math.nan)
-        out.append(Curve(threads, w, windowed, full, capped, per_pair_w, per_pair_f))
+        out.append(Curve(threads, w, windowed, full, capped, per_pair_w, per_pair_f, tensors))
     return out
 
 

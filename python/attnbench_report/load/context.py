@@ -1,11 +1,12 @@
 """The long-context window's loader: `attnbench_bench --context`'s Google Benchmark JSON (context.json,
 which scripts/study.sh writes next to results.json) -> its points, one per name
 
-    context/<kernel>/n:N/d:D/w:<W|full>[/cap:C]/threads:t
+    context/<kernel>/n:N/d:D/w:<W|full>[/cap:C|/mask:bool]/threads:t
 
 then Google Benchmark's suffixes and, for an aggregate, `_mean`, `_median`, `_stddev`, `_cv` or `_min`.
 A point is one causal head of n query rows over n keys, under a sliding window of W keys (`w:W`) or the
-full causal mask (`w:full`), soft-capped at C (`cap:C`) at one length; its repetitions were interleaved at random with every other point's, so a
+full causal mask (`w:full`), soft-capped at C (`cap:C`) at one length, or the window given as a boolean
+mask tensor of the same visible pairs (`mask:bool`) at that length; its repetitions were interleaved at random with every other point's, so a
 ratio between two points of the window shares their minutes. A point whose repetitions all carry an
 error is not measured; its status is the message's first word ("failed", "skipped").
 """
@@ -21,14 +22,16 @@ from .decode import _AGGREGATE_SUFFIX, _medians, _value
 
 FILE_NAME = "context.json"
 # The counters the window writes (bench/context_window.hpp), and the real time as "time_us".
-COUNTERS = ("us_per_row", "GFLOP/s", "pct_peak", "pairs", "scratch_bytes", "kv_bytes", "window", "softcap")
+COUNTERS = ("us_per_row", "GFLOP/s", "pct_peak", "pairs", "scratch_bytes", "kv_bytes", "window", "softcap",
+            "mask_bytes")
 MEASURES = ("time_us",) + COUNTERS
 
 
 @dataclass(frozen=True)
 class ContextPoint:
-    """One point: `window` 0 for the full causal mask. `median` maps MEASURES to values (NaN when
-    absent); `fastest_us` is the fastest repetition's time (NaN when the JSON has no `_min`)."""
+    """One point: `window` 0 for the full causal mask; `tensor` "bool" when the window was given as a mask
+    tensor ("" otherwise). `median` maps MEASURES to values (NaN when absent); `fastest_us` is the fastest
+    repetition's time (NaN when the JSON has no `_min`)."""
 
     name: str
     kernel: str
@@ -38,6 +41,7 @@ class ContextPoint:
     softcap: float
     threads: int
     repetitions: int
+    tensor: str = ""
     median: dict = field(default_factory=dict)
     fastest_us: float = math.nan
     status: str = "measured"
@@ -68,7 +72,7 @@ def parse_name(name: str) -> dict:
                          + (f"; missing {', '.join(missing)}" if missing else ""))
     return {"kernel": "/".join(kernel_parts), "n": int(args["n"]), "d": int(args["d"]),
             "window": 0 if args["w"] == "full" else int(args["w"]), "softcap": float(args.get("cap", 0)),
-            "threads": int(args["threads"])}
+            "threads": int(args["threads"]), "tensor": args.get("mask", "")}
 
 
 def load(path: Path) -> list:

@@ -102,6 +102,18 @@ def section(doc: Document, points: list | None, figures: dict, all_threads: int)
                              f"full causal call at n = {fmt.count(n)} runs at {fmt.pct(100 * ratio, 0)} of its "
                              "uncapped GFLOP/s " + ("(within 10 %, the project's goal)." if ratio >= 0.9 else
                                                     "(short of the project's goal of 90 %)."))
+        for n, p in sorted((c.tensors or {}).items()):
+            if n in c.windowed:
+                ratio = analysis_context.gflops(p) / analysis_context.gflops(c.windowed[n])
+                extra_ms = (analysis_context._time_s(p) - analysis_context._time_s(c.windowed[n])) * 1e3
+                items.append(f"{t}: the same window given as a boolean mask tensor ({fmt.bytes_(p.value('mask_bytes'))}, "
+                             f"n × n bytes, as a Hugging Face model passes its mask) runs at {fmt.pct(100 * ratio, 0)} "
+                             f"of the computed window's GFLOP/s at n = {fmt.count(n)} "
+                             + ("(within 15 %, the project's goal)" if ratio >= 0.85 else
+                                "(short of the project's goal of 85 %)")
+                             + f": {fmt.ms(extra_ms)} more a call, for scanning the tensor once for the band it "
+                             "keeps (the kernel then skips the blocks outside it, as for the window) and reading "
+                             "its bytes beside every score.")
         half = c.half_time_n()
         if math.isfinite(half):
             items.append(f"{t}: from n ≈ {fmt.count(half)} on, the full causal mask costs twice the window's time "
