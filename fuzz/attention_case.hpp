@@ -15,7 +15,12 @@
 //              follows, two bytes: the first's bit 0 the top-left alignment, bits 1-2 the kind
 //              (0: window left, causal as byte 0 says; 1: local, non-causal, left and right;
 //              2: right only, non-causal; 3: the alignment alone), bits 3-4 a soft-cap (none,
-//              2, 30, 50), bit 5 ALiBi (slopes 2^-(h+1)); the second's value w the left window 1 +
+//              2, 30, 50), bit 5 ALiBi (slopes 2^-(h+1)), bits 6-7 a mask tensor (none; boolean
+//              per head and row; additive with -inf per batch; a band as a boolean tensor:
+//              testing::TensorMask, seeded by the values' seed), with which every patch stays
+//              finite (a NaN reaches a removed key's gradient, or its V the row, as 0 x NaN, or
+//              not where the kernels skip its block: docs/masks.md); the second's value w the left
+//              window 1 +
 //              w % (kv_len + 8) and the right w % 16
 //   byte 9-12  seed of the values: uniform in [-2, 2) times the tensor's magnitude
 //   then       patches, each a kind byte (tensor = x % 3, special = x / 3 % 14, see kSpecials)
@@ -130,6 +135,11 @@ struct AttentionCase : testing::Problem {
     if (options.window_right) s << " window_right " << *options.window_right;
     if (options.softcap) s << " softcap " << *options.softcap;
     if (!options.alibi_slopes.empty()) s << " alibi";
+    if (!options.mask.empty()) {
+      s << " mask " << (options.mask.keep ? "keep" : "bias") << " [" << options.mask.sizes[0] << ","
+        << options.mask.sizes[1] << "," << options.mask.sizes[2] << "," << options.mask.sizes[3]
+        << "]";
+    }
     s << " scale ";
     if (options.scale) {
       s << *options.scale;
@@ -176,6 +186,7 @@ inline AttentionCase decode_attention_case(const std::uint8_t* data, std::size_t
   float magnitude[3];
   for (float& m : magnitude) m = kMagnitudes[in.u8() % 16];
   const std::uint8_t extra = in.u8();
+  testing::TensorMask tensor = testing::TensorMask::none;
   if (extra == 0xA5) c.options.memory_budget_bytes = 4 * std::size_t{in.uint(2)};
   if (extra == 0x5A) {
     const std::uint8_t kind = in.u8(), w = in.u8();
@@ -184,6 +195,10 @@ inline AttentionCase decode_attention_case(const std::uint8_t* data, std::size_t
     constexpr float kCaps[] = {0.0f, 2.0f, 30.0f, 50.0f};
     if ((kind >> 3) & 3) c.options.softcap = kCaps[(kind >> 3) & 3];
     if (kind & 0x20) c.options.alibi_slopes = testing::Masking::alibi_slopes(c.shape.q_heads);
+    constexpr testing::TensorMask kTensors[] = {
+        testing::TensorMask::none, testing::TensorMask::keep, testing::TensorMask::bias,
+        testing::TensorMask::band};
+    tensor = kTensors[kind >> 6];
     switch ((kind >> 1) & 3) {
       case 0: c.options.window_left = left; break;
       case 1:
@@ -201,6 +216,7 @@ inline AttentionCase decode_attention_case(const std::uint8_t* data, std::size_t
 
   // splitmix64: the same values from every compiler and standard library.
   std::uint64_t state = in.uint(4);
+  testing::add_mask_tensor(c, tensor, std::uint32_t(state));
   auto next = [&state] {
     std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -237,12 +253,14 @@ inline AttentionCase decode_attention_case(const std::uint8_t* data, std::size_t
       case kRaw: value = in.raw_float(); break;
       case kRowRaw: {  // the whole row (one query, key or value vector) holds one value
         value = in.raw_float();
+        if (tensor != testing::TensorMask::none && !std::isfinite(value)) continue;
         const std::size_t d = c.shape.head_dim, row = at / d;
         std::fill_n(t.begin() + static_cast<std::ptrdiff_t>(row * d), d, value);
         continue;
       }
       case kOutlier: value = t[at] * 1e4f + 50.0f; break;  // moves the running max
     }
+    if (tensor != testing::TensorMask::none && !std::isfinite(value)) continue;
     t[at] = value;
   }
   return c;

@@ -30,9 +30,9 @@ MAGNITUDES = {1: 0, 0.25: 4, 4: 5, 30: 6, 1e-3: 7, 1e3: 8, 1e-12: 9, 1e12: 10, 1
 def attention_case(q=17, k=65, d=31, causal=False, batch=1, kv_heads=1, group=1, threads=1,
                    decoding=False, scale="default", raw_scale=None, mags=(1, 1, 1), budget=None,
                    mask=None, seed=1, patches=()):
-    """mask: None, or (kind, top_left, w[, cap]) as attention_case.hpp's byte 8 = 0x5A reads it: kind
-    0 a left window (causal as given), 1 local, 2 right only, 3 the alignment alone; cap 0-3 a
-    soft-cap of none, 2, 30 or 50."""
+    """mask: None, or (kind, top_left, w[, cap[, alibi[, tensor]]]) as attention_case.hpp's byte 8 =
+    0x5A reads it: kind 0 a left window (causal as given), 1 local, 2 right only, 3 the alignment alone;
+    cap 0-3 a soft-cap of none, 2, 30 or 50; tensor 0-3 a mask tensor of none, keep, bias or band."""
     flags = (causal * 1) | ((batch == 2) << 1) | ((kv_heads == 2) << 2) | ((group - 1) << 3)
     flags |= {1: 0, 2: 2, 3: 3}[threads] << 5
     flags |= decoding << 7
@@ -49,10 +49,11 @@ def attention_case(q=17, k=65, d=31, causal=False, batch=1, kv_heads=1, group=1,
     if budget is not None:
         out += bytes([0xA5]) + struct.pack("<H", budget // 4)
     elif mask is not None:
-        kind, top_left, w, *extra = mask  # extra: cap (0-3), then alibi (bool)
+        kind, top_left, w, *extra = mask  # extra: cap (0-3), then alibi (bool), then tensor (0-3)
         cap = extra[0] if extra else 0
         alibi = extra[1] if len(extra) > 1 else False
-        out += bytes([0x5A, int(top_left) | kind << 1 | cap << 3 | int(alibi) << 5, w])
+        tensor = extra[2] if len(extra) > 2 else 0
+        out += bytes([0x5A, int(top_left) | kind << 1 | cap << 3 | int(alibi) << 5 | tensor << 6, w])
     else:
         out += b"\0"
     out += struct.pack("<I", seed)
@@ -134,6 +135,12 @@ ATTENTION = {
                                        mask=(3, False, 0, 0, True), threads=3, seed=42),
     "alibi_decoding_folded_heads": attention_case(q=3, k=4108, d=8, decoding=True, kv_heads=2, group=2,
                                                   mask=(1, True, 90, 0, True), seed=43),
+    "tensor_keep_gqa": attention_case(q=30, k=50, d=8, kv_heads=2, group=2, mask=(3, False, 0, 0, False, 1),
+                                      threads=2, seed=44),
+    "tensor_bias_causal_window": attention_case(q=40, k=60, d=16, causal=True, mask=(0, False, 20, 0, False, 2),
+                                                seed=45, patches=[("v", "nan", 7), ("q", "huge", 3)]),
+    "tensor_band_decoding": attention_case(q=3, k=4108, d=8, decoding=True, kv_heads=2, group=2,
+                                           mask=(3, False, 0, 3, True, 3), threads=3, seed=46),
     "denormal_and_negative_zero": attention_case(q=6, k=6, d=3, seed=31,
                                                  patches=[("q", "denorm_min", 1), ("k", "-zero", 2),
                                                           ("v", "-denormal", 4)]),
