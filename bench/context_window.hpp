@@ -10,11 +10,12 @@
 //       pair: the pairs the window or the mask leaves), pct_peak (of the measured FMA peak for T
 //       threads), pairs (visible query-key pairs), scratch_bytes (the Workspace's peak: packed K
 //       and V included), kv_bytes (the float32 K and V the call reads), window (w; 0 for full),
-//       softcap (C; 0 for none), mask_bytes (the mask tensor's; 0 for none). At one length the full
-//       causal head is also timed soft-capped (Gemma 2's C = 50): what the cap's tanh per score
-//       costs; and the window given as a boolean mask tensor instead (mask:bool: the n x n tensor
-//       of the same visible pairs, causal on, no window option), which the kernels read and narrow
-//       their key blocks from: what a window costs as a tensor.
+//       softcap (C; 0 for none), mask_bytes (the mask tensor's; 0 for none), scan_ms (the time one
+//       thread takes to scan the tensor for the band it keeps keys in; 0 for none). At one length
+//       the full causal head is also timed soft-capped (Gemma 2's C = 50): what the cap's tanh per
+//       score costs; and the window given as a boolean mask tensor instead (mask:bool: the n x n
+//       tensor of the same visible pairs, causal on, no window option), which the kernels read and
+//       narrow their key blocks from: what a window costs as a tensor.
 // The oracle check of the benchmark (oracle_check.hpp) runs on every point's kernel and mask first,
 // on a few rows; a point that fails it is recorded as "failed: oracle check: ...".
 #pragma once

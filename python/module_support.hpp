@@ -235,11 +235,11 @@ inline void mask_option(const py::handle& arg, const attnbench::Shape& shape,
   }
   const py::array a = py::reinterpret_borrow<py::array>(arg);
   const char kind = a.dtype().kind();
-  const bool boolean = kind == 'b', additive = kind == 'f' && a.dtype().itemsize() == 4;
+  const bool boolean = kind == 'b', additive = a.dtype().is(py::dtype::of<float>());
   if (!boolean && !additive) {
     throw py::type_error("mask: dtype " + std::string(py::str(a.dtype())) +
                          ", expected bool (True: the key takes part) or float32 (added to the "
-                         "score)");
+                         "score) in native byte order");
   }
   const std::size_t full[4] = {shape.batch, shape.q_heads, shape.q_len, shape.kv_len};
   const std::string target = "(" + std::to_string(full[0]) + ", " + std::to_string(full[1]) + ", " +

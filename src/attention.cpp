@@ -100,6 +100,8 @@ void validate_mask(const Shape& shape, const MaskTensor& mask) {
                       (keys ? "" : " or 1 (broadcast)"));
     }
   }
+  driver::checked_product({mask.sizes[0], mask.sizes[1], mask.sizes[2], mask.sizes[3], 4},
+                          "options.mask", "the mask's elements x 4 bytes");
 }
 
 }  // namespace
@@ -359,7 +361,10 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
   // arithmetic is the same as unfolded. Problem p is batch p / per_batch, query heads from
   // (p % per_batch) x group on (group 1: one query head).
   const driver::Problems plan = driver::problems(code, shape);
-  const KeyMask mask = driver::kernel_key_mask(shape, options);
+  const KeyMask mask = driver::kernel_key_mask(
+      shape, options, [&](std::size_t count, const std::function<void(std::size_t)>& task) {
+        tasks.run(count, [&](std::size_t t, Workspace&) { task(t); });
+      });
   const std::size_t per_batch = shape.q_heads / plan.group;
   auto problem = [&](std::size_t p, std::size_t slot = 0) {
     const std::size_t b = p / per_batch, h = p % per_batch * plan.group;

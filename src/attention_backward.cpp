@@ -181,7 +181,10 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
 
   // The key/value head kv (batch * kv_heads + its index) and its group of query heads, which are
   // consecutive: query head h of batch b reads key/value head h / group.
-  const KeyMask mask = driver::kernel_key_mask(shape, options);
+  const KeyMask mask = driver::kernel_key_mask(
+      shape, options, [&](std::size_t count, const std::function<void(std::size_t)>& task) {
+        tasks.run(count, [&](std::size_t t, Workspace&) { task(t); });
+      });
   auto problem = [&](std::size_t kv) {
     const std::size_t first_head = kv * group;  // = batch * q_heads + (kv % kv_heads) * group
     const std::size_t q_at = first_head * q_head_floats, kv_at = kv * kv_head_floats;

@@ -7,6 +7,7 @@
 
 #include "call_plan.hpp"
 #include "kernels/kernel_interface.hpp"
+#include "mask_band.hpp"
 
 namespace attnbench {
 
@@ -48,7 +49,10 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
   ForwardCounts c;
   auto count_problem = [&](std::size_t rows, std::size_t head_rows, std::size_t keys,
                            std::size_t task, double copies) {
-    const KeyMask mask(head_rows, shape.kv_len, options);
+    // (the kernels' keys: a mask tensor's band narrows them)
+    const KeyMask mask = driver::kernel_key_mask(
+        Shape{shape.batch, shape.q_heads, shape.kv_heads, head_rows, shape.kv_len, shape.head_dim},
+        options);
     auto visible = [&](std::size_t i) {
       const KeySpan span = mask.row(i % head_rows);
       return KeySpan{std::min(keys, span.begin), std::min(keys, span.end)};

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace attnbench::driver {
 namespace {
@@ -44,25 +46,39 @@ std::pair<std::size_t, std::size_t> kept_span(const float* row, std::size_t n) {
 
 }  // namespace
 
-KeyMask kernel_key_mask(const Shape& shape, const Options& options) {
+KeyMask kernel_key_mask(const Shape& shape, const Options& options, const ForEach& for_each) {
   const MaskTensor& m = options.mask;
   if (m.empty()) return KeyMask(shape.q_len, shape.kv_len, options);
   const KeyMask by_options(shape.q_len, shape.kv_len, options);
   // Over every row of the tensor (each stands for one query row, or for all when it broadcasts
-  // over rows): how far before and after its diagonal key the kept keys reach.
+  // over rows): how far before and after its diagonal key the kept keys reach, the most over
+  // each task's rows, then over the tasks (a maximum: the same for any split).
   constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
-  std::int64_t left = kNone, right = kNone;  // keys: diagonal - first + 1, last - diagonal
+  constexpr std::size_t kRowsPerTask = 256;
   const std::size_t rows = m.sizes[0] * m.sizes[1] * m.sizes[2], n = shape.kv_len;
-  for (std::size_t r = 0; r < rows; ++r) {
-    const auto [first, end] = m.keep ? kept_span(m.keep + r * n, n) : kept_span(m.bias + r * n, n);
-    if (first >= end) continue;
-    const bool every_row = m.sizes[2] == 1;
-    const std::size_t i = r % m.sizes[2];
-    const std::int64_t latest = by_options.diagonal(every_row ? shape.q_len - 1 : i);
-    const std::int64_t earliest = by_options.diagonal(every_row ? 0 : i);
-    left = std::max(left, latest - std::int64_t(first) + 1);
-    right = std::max(right, std::int64_t(end) - 1 - earliest);
+  const std::size_t tasks = (rows + kRowsPerTask - 1) / kRowsPerTask;
+  std::vector<std::pair<std::int64_t, std::int64_t>> reach(tasks, {kNone, kNone});
+  auto scan = [&](std::size_t t) {
+    auto& [left, right] = reach[t];  // keys: diagonal - first + 1, last - diagonal
+    for (std::size_t r = t * kRowsPerTask; r < std::min(rows, (t + 1) * kRowsPerTask); ++r) {
+      const auto [first, end] =
+          m.keep ? kept_span(m.keep + r * n, n) : kept_span(m.bias + r * n, n);
+      if (first >= end) continue;
+      const bool every_row = m.sizes[2] == 1;
+      const std::size_t i = r % m.sizes[2];
+      const std::int64_t latest = by_options.diagonal(every_row ? shape.q_len - 1 : i);
+      const std::int64_t earliest = by_options.diagonal(every_row ? 0 : i);
+      left = std::max(left, latest - std::int64_t(first) + 1);
+      right = std::max(right, std::int64_t(end) - 1 - earliest);
+    }
+  };
+  if (for_each && tasks > 1) {
+    for_each(tasks, scan);
+  } else {
+    for (std::size_t t = 0; t < tasks; ++t) scan(t);
   }
+  std::int64_t left = kNone, right = kNone;
+  for (const auto& [l, r] : reach) left = std::max(left, l), right = std::max(right, r);
   Options narrowed = options;
   // No kept key anywhere: the diagonal key alone, which the tensor removes too (zero rows).
   const std::size_t new_left = std::size_t(std::max<std::int64_t>(left, 1));

@@ -3,6 +3,9 @@
 // to the library.
 #pragma once
 
+#include <cstddef>
+#include <functional>
+
 #include <attnbench/attnbench.hpp>
 
 namespace attnbench::driver {
@@ -11,7 +14,9 @@ namespace attnbench::driver {
 // of keys from the diagonal key it keeps any in: a causal or banded mask given as a tensor (as
 // Hugging Face models pass theirs) then skips the key blocks it removes, as the causal mask and
 // windows do. The keys outside the band are ones the tensor removes, so the result is the same up
-// to rounding (the online softmax meets fewer blocks). One scan of the tensor's rows.
-KeyMask kernel_key_mask(const Shape& shape, const Options& options);
+// to rounding (the online softmax meets fewer blocks). One scan of the tensor's rows, in
+// `for_each(count, task)`'s tasks (task(t) for t in [0, count), on the call's threads), or inline.
+using ForEach = std::function<void(std::size_t, const std::function<void(std::size_t)>&)>;
+KeyMask kernel_key_mask(const Shape& shape, const Options& options, const ForEach& for_each = {});
 
 }  // namespace attnbench::driver

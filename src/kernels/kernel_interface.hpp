@@ -89,6 +89,11 @@ struct HeadProblem {
   }
   // Whether scores change before the softmax beyond the scale (soft-cap, ALiBi, mask tensor).
   bool modifies_scores() const { return softcap > 0.0f || alibi != nullptr || bool(tensor); }
+  // Whether the only change is a boolean mask tensor's -inf, which raw scores can take before the
+  // softmax sweeps scale them (a scale above 0 keeps -inf): Simd::drop_removed.
+  bool only_drops_keys() const {
+    return tensor.keep != nullptr && softcap == 0.0f && alibi == nullptr && scale > 0.0f;
+  }
   // The keys query row i sees: attnbench::KeyMask for this head.
   KeySpan visible(std::size_t i) const { return mask.row(i < head_rows ? i : i % head_rows); }
   // The keys any of rows [i, i + count) sees: a block skips the keys outside them.

@@ -70,7 +70,10 @@ struct NaiveSimd : Simd<Arch> {
       float* s = scores + r * stride;
       const KeySpan keys = head.visible(rows.begin + r);
       float scale = head.scale;
-      if (head.modifies_scores()) {  // modified in place, scaled: the sweeps' is 1
+      if (head.only_drops_keys()) {  // the sweeps scale what it leaves
+        S::drop_removed(s, keys.begin, keys.end,
+                        head.tensor.keep + head.tensor_row(rows.begin + r));
+      } else if (head.modifies_scores()) {  // modified in place, scaled: the sweeps' is 1
         const std::size_t i = rows.begin + r;
         const std::size_t at = head.tensor_row(i);
         S::modify_scores(s, keys.begin, keys.end, head.scale, head.softcap, head.alibi_slope(i),

@@ -139,6 +139,20 @@ struct SimdSoftmax : SimdStorage<Arch> {
     return batch::load_aligned(lanes);
   }
 
+  // A boolean mask tensor's row applied to raw (unscaled) scores s[begin, end), `keep` indexed as
+  // s: -inf where it keeps no key, the rest untouched, so that the softmax sweeps still scale them
+  // (for a scale above 0, which keeps -inf at -inf): only the vectors not all of whose keys are
+  // kept change, which under a banded mask are its edges alone.
+  static void drop_removed(float* s, std::size_t begin, std::size_t end, const std::uint8_t* keep) {
+    const batch minus_inf(-std::numeric_limits<float>::infinity());
+    for (std::size_t j = begin / W * W; j < end; j += W) {
+      bool all_kept;
+      const batch b = tensor_lanes(keep, nullptr, j, begin, end, all_kept);
+      if (!all_kept)
+        xsimd::select(b == minus_inf, b, batch::load_aligned(s + j)).store_aligned(s + j);
+    }
+  }
+
   // Scores modified in place over the vectors that hold s[begin, end), scaled once here (the
   // softmax sweeps then take a scale of 1): s = scale s, soft-capped to cap tanh(s / cap) when
   // cap > 0, plus ALiBi's -slope |j + offset| for the score at index j when slope != 0 (offset:

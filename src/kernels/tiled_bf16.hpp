@@ -350,7 +350,10 @@ struct TiledBf16 : Simd<Arch> {
           for (std::size_t r = 0; r < mr; ++r) {  // the float32 kernel's online softmax
             float* s_r = s_tile + r * Ss;
             float scale = head.scale;
-            if (head.modifies_scores()) {  // modified in place: the sweeps' scale 1
+            if (head.only_drops_keys()) {  // the sweeps scale what it leaves
+              S::drop_removed(s_r, seen.begin[r], seen.end[r],
+                              head.tensor.keep + head.tensor_row(i0 + g + r) + j0);
+            } else if (head.modifies_scores()) {  // modified in place: the sweeps' scale 1
               const std::size_t i = i0 + g + r;
               const std::size_t at = head.tensor_row(i) + j0;  // the block's first key
               S::modify_scores(s_r, seen.begin[r], seen.end[r], head.scale, head.softcap,

@@ -84,7 +84,10 @@ struct TiledSimd : Simd<Arch> {
       for (std::size_t r = 0; r < mr; ++r) {
         float* s_r = s + r * Ss;
         float scale = head.scale;
-        if (head.modifies_scores()) {  // modified in place, scaled: the sweeps' is 1
+        if (head.only_drops_keys()) {  // the sweeps scale what it leaves
+          S::drop_removed(s_r, seen.begin[r], seen.end[r],
+                          head.tensor.keep + head.tensor_row(i + r) + j0);
+        } else if (head.modifies_scores()) {  // modified in place, scaled: the sweeps' is 1
           const std::size_t at = head.tensor_row(i + r) + j0;  // the block's first key
           S::modify_scores(s_r, seen.begin[r], seen.end[r], head.scale, head.softcap,
                            head.alibi_slope(i + r), double(j0) - double(head.diagonal(i + r)),

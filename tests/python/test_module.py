@@ -129,6 +129,8 @@ class Results(unittest.TestCase):
         np.testing.assert_allclose(cache.attention(row, mask=padding), reference(row, k, v, mask=padding), atol=2e-6)
         self.assertRaisesRegex(TypeError, r"^mask: dtype float64, expected bool", attnbench.attention, q, k, v,
                                mask=bias.astype(np.float64))
+        self.assertRaisesRegex(TypeError, r"^mask: dtype >f4, expected bool .* in native byte order",
+                               attnbench.attention, q, k, v, mask=bias.astype(">f4"))
         self.assertRaisesRegex(TypeError, r"^mask: expected a bool or float32 ndarray, got list", attnbench.attention,
                                q, k, v, mask=[[True]])
         self.assertRaisesRegex(ValueError, r"^mask: shape \(3, 30, 45\) does not broadcast to \(batch, q_heads, "

@@ -23,7 +23,7 @@ from .decode import _AGGREGATE_SUFFIX, _medians, _value
 FILE_NAME = "context.json"
 # The counters the window writes (bench/context_window.hpp), and the real time as "time_us".
 COUNTERS = ("us_per_row", "GFLOP/s", "pct_peak", "pairs", "scratch_bytes", "kv_bytes", "window", "softcap",
-            "mask_bytes")
+            "mask_bytes", "scan_ms")
 MEASURES = ("time_us",) + COUNTERS
 
 

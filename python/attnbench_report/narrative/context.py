@@ -112,8 +112,10 @@ def section(doc: Document, points: list | None, figures: dict, all_threads: int)
                              + ("(within 15 %, the project's goal)" if ratio >= 0.85 else
                                 "(short of the project's goal of 85 %)")
                              + f": {fmt.ms(extra_ms)} more a call, for scanning the tensor once for the band it "
-                             "keeps (the kernel then skips the blocks outside it, as for the window) and reading "
-                             "its bytes beside every score.")
+                             "keeps (the kernel then skips the blocks outside it, as for the window; the scan "
+                             f"alone takes one thread {fmt.ms(p.value('scan_ms'))}, a read of n² bytes that "
+                             "no kernel can skip, since only reading them shows which keys are gone) and "
+                             "reading the band's bytes beside every score.")
         half = c.half_time_n()
         if math.isfinite(half):
             items.append(f"{t}: from n ≈ {fmt.count(half)} on, the full causal mask costs twice the window's time "
