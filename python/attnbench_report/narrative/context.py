@@ -89,7 +89,7 @@ def section(doc: Document, points: list | None, figures: dict, all_threads: int)
             top = max(c.full)
             win = max(c.windowed)
             ratio = analysis_context.gflops(c.windowed[win]) / analysis_context.gflops(c.full[top])
-            items.append(f"{t}: the windowed call at n = {fmt.count(win)} runs at {fmt.pct(100 * ratio, 0)} of the "
+            items.append(f"{t}: the windowed call at n = {fmt.count(win)} runs at {fmt.pct(100 * ratio, 1)} of the "
                          f"full causal call's GFLOP/s at n = {fmt.count(top)} "
                          + ("(within 10 %, the project's goal: the skipped blocks cost nothing, the edge blocks "
                             "little)" if ratio >= 0.9 else
@@ -99,7 +99,7 @@ def section(doc: Document, points: list | None, figures: dict, all_threads: int)
             if n in c.full:
                 ratio = analysis_context.gflops(p) / analysis_context.gflops(c.full[n])
                 items.append(f"{t}: soft-capped at {fmt.sig(p.softcap)} (Gemma 2's logit cap: a tanh per score), the "
-                             f"full causal call at n = {fmt.count(n)} runs at {fmt.pct(100 * ratio, 0)} of its "
+                             f"full causal call at n = {fmt.count(n)} runs at {fmt.pct(100 * ratio, 1)} of its "
                              "uncapped GFLOP/s " + ("(within 10 %, the project's goal)." if ratio >= 0.9 else
                                                     "(short of the project's goal of 90 %)."))
         for n, p in sorted((c.tensors or {}).items()):
@@ -107,7 +107,7 @@ def section(doc: Document, points: list | None, figures: dict, all_threads: int)
                 ratio = analysis_context.gflops(p) / analysis_context.gflops(c.windowed[n])
                 extra_ms = (analysis_context._time_s(p) - analysis_context._time_s(c.windowed[n])) * 1e3
                 items.append(f"{t}: the same window given as a boolean mask tensor ({fmt.bytes_(p.value('mask_bytes'))}, "
-                             f"n × n bytes, as a Hugging Face model passes its mask) runs at {fmt.pct(100 * ratio, 0)} "
+                             f"n × n bytes, as a Hugging Face model passes its mask) runs at {fmt.pct(100 * ratio, 1)} "
                              f"of the computed window's GFLOP/s at n = {fmt.count(n)} "
                              + ("(within 15 %, the project's goal)" if ratio >= 0.85 else
                                 "(short of the project's goal of 85 %)")
