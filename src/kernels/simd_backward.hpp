@@ -103,25 +103,17 @@ struct SimdBackward : Simd<Arch> {
     return S::mask_span(x, first, begin, end, batch(0.0f));
   }
 
-  // The mask tensor's values (Options::mask) for the W keys from index j of a block whose index 0
-  // is key `key0`, of the row at `at` (MaskRows::offset), read over the row's keys [begin, end)
-  // only: the additive bias, or 0 / -inf for a boolean one; 0 outside.
-  static batch tensor_bias(const MaskRows& t, std::size_t at, std::size_t key0, std::size_t j,
-                           std::size_t begin, std::size_t end) {
-    if (t.bias != nullptr && j >= begin && j + W <= end) {
-      return batch::load_unaligned(t.bias + at + key0 + j);
-    }
-    alignas(64) float lanes[W];
-    for (std::size_t x = 0; x < W; ++x) {
-      const std::size_t c = j + x;
-      lanes[x] = c < begin || c >= end ? 0.0f : masked_score(t, at, key0 + c, 0.0f);
-    }
-    return batch::load_aligned(lanes);
-  }
-  // A score under the mask tensor's values from tensor_bias: plus the bias, or -inf where a
-  // boolean mask keeps no key (as the forward's apply_mask).
-  static batch masked(const MaskRows& t, batch score, batch bias) {
-    return t.keep != nullptr ? xsimd::select(bias == batch(kMinusInf), bias, score) : score + bias;
+  // Row `at`'s score vector at index j of a block whose index 0 is key `key0`, under the mask
+  // tensor's values read within [begin, end) (Simd::tensor_lanes): plus its bias, or -inf where a
+  // boolean mask keeps no key, as the forward's Simd::modify_scores has it.
+  static batch masked(const MaskRows& t, std::size_t at, std::size_t key0, std::size_t j,
+                      std::size_t begin, std::size_t end, batch score) {
+    const std::uint8_t* keep = t.keep ? t.keep + at + key0 : nullptr;
+    const float* bias = t.bias ? t.bias + at + key0 : nullptr;
+    bool all_kept;
+    const batch b = S::tensor_lanes(keep, bias, j, begin, end, all_kept);
+    if (all_kept) return score;
+    return keep != nullptr ? xsimd::select(b == batch(kMinusInf), b, score) : score + b;
   }
 
   // For the mr rows of one group (their Q and dO rows at q and d_o, their LSE and D at lse and
@@ -173,7 +165,7 @@ struct SimdBackward : Simd<Arch> {
         }
         if (tensor) {
           const std::size_t at = at0 + r * tensor.row_stride;
-          score = masked(tensor, score, tensor_bias(tensor, at, key0, j, begin, end));
+          score = masked(tensor, at, key0, j, begin, end, score);
         }
         const batch x = S::mask_span(score - lse_r, j, begin, end);
         const batch pj = S::exp(xsimd::select(x > batch(0.0f), batch(0.0f), x));  // at_most_zero

@@ -201,8 +201,7 @@ struct TiledBf16Backward : TiledBf16<Arch> {
                 }
                 if (pb.tensor) {
                   const std::size_t at = pb.tensor.offset(g, i0 + g0 + r);
-                  score =
-                      B::masked(pb.tensor, score, B::tensor_bias(pb.tensor, at, j0, j, from, to));
+                  score = B::masked(pb.tensor, at, j0, j, from, to, score);
                 }
                 const auto x = S::mask_span(score - lse_r, j, from, to);
                 pj = S::exp(xsimd::select(x > batch(0.0f), batch(0.0f), x));
