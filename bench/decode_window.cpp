@@ -172,7 +172,7 @@ void run_decode(benchmark::State& state, const Kernel* kernel, Layout layout, st
 }
 
 // The storage types, as the types points call them by turns.
-constexpr KvType kTypes[] = {KvType::f32, KvType::f16, KvType::bf16};
+constexpr KvType kTypes[] = {KvType::f32, KvType::f16, KvType::bf16, KvType::q8_0, KvType::q4_0};
 constexpr std::size_t kTypeCount = std::size(kTypes);
 
 // The three storage types against one another call by call: `call(i)` runs type kTypes[i] once and
@@ -429,7 +429,7 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
         // A round reads the f32 bytes and twice the 16-bit ones; a repetition first fills the three
         // caches (as many bytes, packed at about 2 GB/s).
         const double f32_bytes =
-            double(kLlama.kv_heads * kv * kHeadDim * 2 * kv_type_bytes(KvType::f32));
+            double(kLlama.kv_heads * kv * 2 * kv_row_bytes(KvType::f32, kHeadDim));
         add(b, name,
             std::max(preset.types_seconds, 2.0 * f32_bytes / 10e9 * double(preset.types_rounds)) +
                 2.0 * f32_bytes / 2e9,
@@ -463,8 +463,7 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
               auto* b = benchmark::RegisterBenchmark(name.c_str(), run_decode, kernel, layout, rows,
                                                      kv, type, t);
               b->MinTime(preset.min_time);
-              add(b, name,
-                  double(layout.kv_heads * kv * kHeadDim * 2 * kv_type_bytes(type)) / 10e9);
+              add(b, name, double(layout.kv_heads * kv * 2 * kv_row_bytes(type, kHeadDim)) / 10e9);
             }
           }
         }
@@ -477,7 +476,7 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
           b->Iterations(1)->UseManualTime();
           add(b, name,
               double(preset.generate_tokens) *
-                  double(kLlama.kv_heads * start * kHeadDim * 2 * kv_type_bytes(type)) / 10e9,
+                  double(kLlama.kv_heads * start * 2 * kv_row_bytes(type, kHeadDim)) / 10e9,
               true);
         }
         const std::string name =

@@ -124,8 +124,10 @@ void print_table(const char* title, const std::vector<Column>& columns, const ch
 // max |oracle(K, V rounded to type) - oracle(K, V)| over the output, in units of u * Vmax.
 Measured rounding_shift(const Problem& p, attnbench::KvType type) {
   attnbench::testing::Problem r = p;
+  const std::size_t d = p.shape.head_dim;
   for (auto* t : {&r.k, &r.v}) {
-    for (float& x : *t) x = attnbench::round_to(type, x);
+    for (std::size_t row = 0; row < t->size(); row += d)
+      attnbench::round_row(type, t->data() + row, t->data() + row, d);
   }
   const std::vector<double> moved = attnbench::testing::oracle(r);
   Measured m;
@@ -159,7 +161,8 @@ int main(int argc, char** argv) {
   for (std::size_t n : lengths) {
     const Problem p = make_problem(q_len, n, d, 1.0f, values == "normal");
     for (const Kernel* k : list) by_length[std::string(k->name)].push_back(measure(*k, p));
-    for (attnbench::KvType t : {attnbench::KvType::f16, attnbench::KvType::bf16})
+    for (attnbench::KvType t : {attnbench::KvType::f16, attnbench::KvType::bf16,
+                                attnbench::KvType::q8_0, attnbench::KvType::q4_0})
       by_type[std::string("storage ") + std::string(to_string(t))].push_back(rounding_shift(p, t));
   }
   for (int s : stds) {
@@ -177,7 +180,8 @@ int main(int argc, char** argv) {
   std::snprintf(title, sizeof title, "Error against score size (n = %zu):", std_at);
   print_table(title, stds, "std", by_std);
   std::printf(
-      "\nHow far K and V stored as float16 / bfloat16 move the exact output (float64 oracle on the "
+      "\nHow far K and V stored as float16 / bfloat16 / q8_0 / q4_0 move the exact output (float64 "
+      "oracle on the "
       "rounded values against it on the originals; same units):\n");
   print_table("Storage rounding against key length:", lengths, "n =", by_type);
   return 0;

@@ -165,8 +165,7 @@ py::list kernels() {
     entry["has_backward"] = k.has_backward();
     entry["runs"] = std::string(attnbench::resolve(k).name);
     py::list kv_dtypes;
-    for (const attnbench::KvType type :
-         {attnbench::KvType::f32, attnbench::KvType::f16, attnbench::KvType::bf16}) {
+    for (const attnbench::KvType type : attnbench::kAllKvTypes) {
       if (k.stores(type)) kv_dtypes.append(std::string(attnbench::to_string(type)));
     }
     entry["kv_dtypes"] = kv_dtypes;
@@ -228,9 +227,10 @@ Args:
         bfloat16 once, float32 accumulation), storing K and V as bf16.
     threads: worker threads, None for every core.
     return_lse: also return each query row's log-sum-exp of its scaled scores.
-    kv_dtype: how the call stores K and V where the kernel reads them: "f32", "f16" or "bf16"
-        (or np.float32, np.float16, ml_dtypes.bfloat16); default "f32", with cache the cache's.
-        Inputs, outputs and every accumulation stay float32; a 16-bit type rounds K and V once.
+    kv_dtype: how the call stores K and V where the kernel reads them: "f32", "f16", "bf16"
+        (or np.float32, np.float16, ml_dtypes.bfloat16), or ggml's block-quantised "q8_0" and
+        "q4_0" (tiled/simd only); default "f32", with cache the cache's. Inputs, outputs and
+        every accumulation stay float32; a narrower type rounds K and V once.
     cache: an attnbench.KvCache holding K and V (then k and v are None): q's batch and head dim
         must be the cache's and its heads a multiple of the cache's kv_heads; kv_len is its length.
     mask: a mask tensor, as PyTorch's attn_mask: bool (True: the key takes part) or float32

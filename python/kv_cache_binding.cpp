@@ -96,7 +96,9 @@ Args:
     capacity: most tokens the cache holds (>= 1); its storage is allocated now.
     batch: batch entries (>= 1), the queries' first axis when they have rank 4.
     kv_dtype: how K and V are stored: "f32", "f16" or "bf16" (or np.float32, np.float16,
-        ml_dtypes.bfloat16); 16-bit types halve the bytes a call reads, rounding each value once.
+        ml_dtypes.bfloat16); 16-bit types halve the bytes a call reads, rounding each value once;
+        "q8_0" and "q4_0" (ggml's blocks of 32 values with a float16 scale, tiled/simd only) cut
+        them to 34 or 18 bytes per 32 values.
     kernel: a name from kernels() with a packed layout (tiled/simd, naive/simd or one of their
         ISA variants), default the first kernel of the registry that runs here. Calls on the cache
         run it, or another kernel that reads the same layout.
@@ -155,7 +157,7 @@ Raises:
       .def_property_readonly(
           "dtype",
           [](const PyKvCache& c) { return std::string(attnbench::to_string(c.cache->type())); },
-          "How K and V are stored: 'f32', 'f16' or 'bf16'.")
+          "How K and V are stored: 'f32', 'f16', 'bf16', 'q8_0' or 'q4_0'.")
       .def_property_readonly(
           "batch", [](const PyKvCache& c) { return c.cache->batch(); }, "Batch entries.")
       .def_property_readonly(

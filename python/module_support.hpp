@@ -271,8 +271,8 @@ inline std::string type_name(const py::handle& arg) {
   return py::str(py::type::of(arg).attr("__name__"));
 }
 
-// A K/V storage type given as "f32", "f16", "bf16", or as a NumPy dtype or scalar type of
-// float32, float16 or bfloat16 (np.float16, ml_dtypes.bfloat16, np.dtype("float32")).
+// A K/V storage type given as "f32", "f16", "bf16", "q8_0", "q4_0", or as a NumPy dtype or scalar
+// type of float32, float16 or bfloat16 (np.float16, ml_dtypes.bfloat16, np.dtype("float32")).
 inline attnbench::KvType kv_type_of(const py::handle& arg, const char* name) {
   std::string text;
   if (py::isinstance<py::str>(arg)) {
@@ -285,7 +285,8 @@ inline attnbench::KvType kv_type_of(const py::handle& arg, const char* name) {
     }
   }
   if (text.empty()) {
-    throw py::type_error(std::string(name) + ": expected 'f32', 'f16' or 'bf16', got " +
+    throw py::type_error(std::string(name) +
+                         ": expected 'f32', 'f16', 'bf16', 'q8_0' or 'q4_0', got " +
                          std::string(py::repr(arg)) + " (" + type_name(arg) + ")");
   }
   static const std::pair<std::string_view, std::string_view> numpy_names[] = {
@@ -294,8 +295,8 @@ inline attnbench::KvType kv_type_of(const py::handle& arg, const char* name) {
     if (text == numpy_name) text = short_name;
   }
   if (const auto type = attnbench::kv_type_from_string(text)) return *type;
-  bad_value(std::string(name) + ": '" + text + "' is no K/V storage type, expected 'f32', 'f16' " +
-            "or 'bf16'");
+  bad_value(std::string(name) + ": '" + text + "' is no K/V storage type, expected 'f32', 'f16', " +
+            "'bf16', 'q8_0' or 'q4_0'");
 }
 
 // A count argument as a size: Error (field and value) when it is below `least`.

@@ -37,8 +37,10 @@ ForwardCounts forward_counts(const Kernel& requested, const Shape& shape, const 
   const bool packs = code->packing.bytes != nullptr;
   // Bytes a key costs in the stream: its K^T panel column and V row in the stored type, or the
   // float32 K and V rows a kernel reads in place.
-  const double element = packs ? double(kv_type_bytes(stored)) : 4.0;
-  const double k_bytes = double(d) * element, v_bytes = double(packs ? dp : d) * element;
+  const double element = packs ? double(kv_row_bytes(stored, d)) / double(d) : 4.0;
+  const double k_bytes = double(d) * element;
+  // a quantised V row is stored unpadded (its blocks carry their own padding)
+  const double v_bytes = is_quantised(stored) ? k_bytes : double(packs ? dp : d) * element;
   const double key_bytes = k_bytes + v_bytes;
   const std::size_t threads = worker_threads(options);
   const std::size_t kv_heads = shape.batch * shape.kv_heads;

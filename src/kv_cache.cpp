@@ -69,7 +69,7 @@ KvCache::KvCache(const Kernel& kernel, std::size_t batch, std::size_t kv_heads,
 KvCache::~KvCache() = default;
 
 std::size_t KvCache::kv_bytes() const {
-  return heads() * length_ * head_dim_ * 2 * kv_type_bytes(type_);
+  return heads() * length_ * 2 * kv_row_bytes(type_, head_dim_);
 }
 
 const void* KvCache::head_storage(std::size_t index) const {

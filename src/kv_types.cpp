@@ -12,12 +12,14 @@ std::string_view to_string(KvType type) {
     case KvType::f32: return "f32";
     case KvType::f16: return "f16";
     case KvType::bf16: return "bf16";
+    case KvType::q8_0: return "q8_0";
+    case KvType::q4_0: return "q4_0";
   }
   return "?";
 }
 
 std::optional<KvType> kv_type_from_string(std::string_view name) {
-  for (KvType type : {KvType::f32, KvType::f16, KvType::bf16}) {
+  for (KvType type : kAllKvTypes) {
     if (name == to_string(type)) return type;
   }
   return std::nullopt;
@@ -33,11 +35,21 @@ float round_to(KvType type, float x) {
     case KvType::f32: return x;
     case KvType::f16: return f16_to_float(float_to_f16(x));
     case KvType::bf16: return bf16_to_float(float_to_bf16(x));
+    case KvType::q8_0:
+    case KvType::q4_0: round_row(type, &x, &x, 1); return x;
   }
   return x;
 }
 
+void round_row(KvType type, const float* in, float* out, std::size_t n) {
+  if (type == KvType::q8_0) return kernels::quantize_row<kernels::Q8_0>(in, out, n);
+  if (type == KvType::q4_0) return kernels::quantize_row<kernels::Q4_0>(in, out, n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = round_to(type, in[i]);
+}
+
 bool rounds_to_infinity(KvType type, float x) {
+  if (type == KvType::q8_0) return std::isfinite(x) && std::fabs(x) >= 65520.0f * 127.0f;
+  if (type == KvType::q4_0) return std::isfinite(x) && std::fabs(x) >= 65520.0f * 8.0f;
   return std::isfinite(x) && std::isinf(round_to(type, x));
 }
 

@@ -96,7 +96,9 @@ struct Registry {
     if (products == Products::bf16) {
       if (!codes.empty()) by_type[static_cast<std::size_t>(KvType::bf16)] = &codes[0];
     } else {
-      for (std::size_t t = 0; t < codes.size(); ++t) by_type[t] = &codes[t];
+      for (std::size_t t = 0; t < codes.size(); ++t) {
+        if (codes[t].forward.rows != nullptr) by_type[t] = &codes[t];  // else not stored
+      }
     }
     kernels.push_back(kernel);
     this->codes.push_back(by_type);

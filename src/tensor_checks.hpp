@@ -2,6 +2,7 @@
 // tensors that must not overlap. Internal to the library.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -86,33 +87,41 @@ inline void require_disjoint(std::initializer_list<NamedBytes> outputs,
 inline void require_stores(const char* field, const Kernel& kernel, KvType type) {
   if (kernels::code(kernel, type) == nullptr) {
     std::string stores;
-    for (KvType t : {KvType::f32, KvType::f16, KvType::bf16}) {
+    for (KvType t : kAllKvTypes) {
       if (kernels::code(kernel, t) != nullptr)
         stores += (stores.empty() ? "" : ", ") + std::string(to_string(t));
     }
     throw Error(field, std::string(to_string(type)),
                 "kernel " + std::string(kernel.name) + " stores K and V as " + stores +
-                    " only (tiled/simd and naive/simd store f32, f16 and bf16)");
+                    " only (tiled/simd stores f32, f16, bf16, q8_0 and q4_0; naive/simd f32, f16 "
+                    "and bf16)");
   }
 }
 
 // The smallest magnitude `type` rounds to an infinity: halfway from its largest finite value to
-// the next power of two (f16: 65520; bf16: 0x7F7F8000, about 3.3961e38); infinity for f32.
+// the next power of two (f16: 65520; bf16: 0x7F7F8000, about 3.3961e38); for a quantised type,
+// where its block's float16 scale does (65520 x 127, 65520 x 8); infinity for f32.
 inline float overflow_threshold(KvType type) {
   if (type == KvType::f16) return 65520.0f;
   if (type == KvType::bf16) return 0x1.FFp127f;
+  if (type == KvType::q8_0) return 65520.0f * 127.0f;
+  if (type == KvType::q4_0) return 65520.0f * 8.0f;
   return std::numeric_limits<float>::infinity();
 }
 
 // Throws when a finite element of x would become an infinity stored as `type` (float16 beyond
-// 65504, bfloat16 beyond about 3.39e38), naming the first such index and its value. Scans in
-// blocks with no branch inside (the compiler vectorises them), then finds the index.
+// 65504, bfloat16 beyond about 3.39e38, a quantised block's scale beyond float16's range), or, for
+// a quantised type, when an element is not finite (one NaN or infinity would take its whole block
+// of 32 with it), naming the first such index and its value. Scans in blocks with no branch
+// inside (the compiler vectorises them), then finds the index.
 inline void require_representable(const char* field, const float* x, std::size_t count,
                                   KvType type) {
   if (type == KvType::f32) return;
-  // On the magnitude's bits: limit <= |x| < inf is one unsigned comparison.
+  const bool quantised = is_quantised(type);
+  // On the magnitude's bits: limit <= |x| < inf (any |x| >= limit, NaN included, quantised) is
+  // one unsigned comparison.
   const std::uint32_t low = __builtin_bit_cast(std::uint32_t, overflow_threshold(type));
-  const std::uint32_t span = 0x7F800000u - low;
+  const std::uint32_t span = (quantised ? 0x80000000u : 0x7F800000u) - low;
   const auto* bits = reinterpret_cast<const std::uint32_t*>(x);
   constexpr std::size_t kBlock = 1024;
   for (std::size_t b = 0; b < count; b += kBlock) {
@@ -121,15 +130,24 @@ inline void require_representable(const char* field, const float* x, std::size_t
     for (std::size_t i = b; i < end; ++i) hits |= ((bits[i] & 0x7FFFFFFFu) - low) < span;
     if (hits == 0) continue;
     for (std::size_t i = b; i < end; ++i) {
-      if (!rounds_to_infinity(type, x[i])) continue;
+      const bool finite = std::isfinite(x[i]);
+      if (finite ? !rounds_to_infinity(type, x[i]) : !quantised) continue;
       std::ostringstream value;
       value.precision(9);
       value << "[" << i << "] " << x[i];
+      const std::string name(to_string(type));
+      if (!finite) {
+        throw Error(field, value.str(),
+                    name + " stores finite values only (a block of 32 shares one scale)");
+      }
+      const char* largest = type == KvType::f16    ? "largest float16: 65504"
+                            : type == KvType::bf16 ? "largest bfloat16: 3.39e38"
+                            : type == KvType::q8_0
+                                ? "its block scale, |x| / 127, must stay below 65520"
+                                : "its block scale, |x| / 8, must stay below 65520";
       throw Error(
           field, value.str(),
-          std::string("a finite value that ") + std::string(to_string(type)) +
-              " storage would turn into an infinity (" +
-              (type == KvType::f16 ? "largest float16: 65504" : "largest bfloat16: 3.39e38") + ")");
+          "a finite value that " + name + " storage would turn into an infinity (" + largest + ")");
     }
   }
 }

@@ -111,10 +111,12 @@ with tempfile.TemporaryDirectory() as tmp:
     def stored_types(name):
         if "-bf16" in name:
             return "bf16"
-        return "f32,f16,bf16" if name.startswith(("tiled/simd", "naive/simd")) else "f32"
+        if name.startswith("tiled/simd"):
+            return "f32,f16,bf16,q8_0,q4_0"
+        return "f32,f16,bf16" if name.startswith("naive/simd") else "f32"
     check("list kv-dtype column", all(types == stored_types(name) for name, types in kv_dtypes.items()),
           listing.stdout)
-    stores_16 = [k for k in kernels if kv_dtypes[k] == "f32,f16,bf16"]
+    stores_16 = [k for k in kernels if kv_dtypes[k].startswith("f32,f16,bf16")]
     f32_only = [k for k in kernels if kv_dtypes[k] == "f32"]
     check("list: kernels of both kinds", stores_16 and f32_only, listing.stdout)
 
@@ -318,6 +320,24 @@ with tempfile.TemporaryDirectory() as tmp:
         (_, o16), (_, o16_f16) = run_kv(kernel, k16p, v16p), run_kv(kernel, k16p, v16p, "--kv-dtype", "f16")
         check(f"f16 .npy K V {kernel} --kv-dtype f16 = f32 bitwise",
               o16 is not None and o16_f16 is not None and o16.tobytes() == o16_f16.tobytes())
+
+    # The quantised types (tiled/simd only): close to f32, not equal; a NaN has no block scale.
+    for kv_dtype, tolerance in (("q8_0", 0.1), ("q4_0", 1.5)):  # exact: test_kv_cache.py
+        r, o = run_kv("tiled/simd", kp, vp, "--kv-dtype", kv_dtype)
+        _, o32 = run_kv("tiled/simd", kp, vp)
+        check(f"--kv-dtype {kv_dtype} runs", r.returncode == 0 and f"K/V stored as {kv_dtype}" in r.stdout,
+              r.stdout + r.stderr)
+        if o is not None and o32 is not None:
+            worst = np.abs(o - o32).max()
+            check(f"--kv-dtype {kv_dtype} near f32, not equal", 0 < worst < tolerance, f"max difference {worst}")
+    nan_k = k.copy()
+    nan_k[0, 2, 3] = np.nan
+    expect_bad_input("--kv-dtype q8_0 NaN", ["run", "--q", qp, "--k", save("kv_nan.npy", nan_k), "--v", vp,
+                                             "--kernel", "tiled/simd", "--kv-dtype", "q8_0", "--out", path("kv_q.npy")],
+                     "kv_nan.npy: element [0, 2, 3] = nan: --kv-dtype q8_0 stores finite values only")
+    expect_bad_input("--kv-dtype q8_0 on naive/simd", ["run", "--q", qp, "--k", kp, "--v", vp,
+                                                       "--kernel", "naive/simd", "--kv-dtype", "q8_0", "--out", path("kv_q.npy")],
+                     "q8_0")
 
     # A finite value the type would make infinite: the file, the index and the value, nothing
     # written. 65519.996 (the float below 65520) rounds to float16's largest, 65504; 65520 does not.

@@ -1,11 +1,12 @@
-// K and V stored as float16 and bfloat16, per call (Options::kv_type) and in a persistent
-// KvCache: every kernel that stores a type against the float64 oracle evaluated on the same
-// rounded K and V (the fp32 error bound then applies unchanged), over the shapes that break
+// K and V stored as float16, bfloat16, q8_0 and q4_0, per call (Options::kv_type) and in a
+// persistent KvCache: every kernel that stores a type against the float64 oracle evaluated on the
+// same rounded K and V (the fp32 error bound then applies unchanged), over the shapes that break
 // tiling and the decode path; a cache filled token by token gives, bit for bit, what one call's
 // own packing gives; decoding's folded query heads give what separate heads give; and every bad
 // input is an Error naming its field, with the cache unchanged.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
 
 #include "kernels/kernel_interface.hpp"
@@ -18,8 +19,10 @@ namespace {
 // p with K and V rounded to `type`: what a kernel storing that type computes with.
 Problem rounded(const Problem& p, KvType type) {
   Problem r = p;
+  const std::size_t d = p.shape.head_dim;
   for (auto* t : {&r.k, &r.v}) {
-    for (float& x : *t) x = round_to(type, x);
+    for (std::size_t row = 0; row < t->size(); row += d)
+      round_row(type, t->data() + row, t->data() + row, d);
   }
   return r;
 }
@@ -53,7 +56,8 @@ std::vector<TypedCase> typed_cases() {
                           {1, 1, 1, 64, 64, 256}};
   std::vector<TypedCase> cases;
   for (const std::string& kernel : storing_kernels()) {
-    for (KvType type : {KvType::f16, KvType::bf16}) {
+    for (KvType type : {KvType::f16, KvType::bf16, KvType::q8_0, KvType::q4_0}) {
+      if (!find_kernel(kernel)->stores(type)) continue;
       for (const Shape& s : shapes) {
         for (bool causal : {false, true}) cases.push_back({kernel, type, s, causal, false});
       }
@@ -95,6 +99,25 @@ TEST(StoredTypes, PackedCopyIsHalfTheBytes) {
   }
 }
 
+// A quantised type's packed copy is ggml's blocks and nothing else: 34 (q8_0) or 18 (q4_0) bytes
+// per 32 values of K (its panels padded to whole panels of keys) and of V, a head dim that is not
+// a multiple of 32 padded to whole blocks.
+TEST(StoredTypes, QuantisedCopyIsWholeBlocks) {
+  for (const Kernel& k : registry()) {
+    if (k.dispatches || !k.stores(KvType::q8_0)) continue;
+    for (std::size_t d : {32, 40, 128}) {
+      const Shape shape{1, 1, 1, 64, 4096, d};  // 4096 keys: whole panels for every ISA
+      const std::size_t blocks = (d + 31) / 32;
+      EXPECT_EQ(kernels::packed_bytes(kernels::code(k, KvType::q8_0)->packing, shape),
+                2 * 4096 * 34 * blocks)
+          << k.name << " d " << d;
+      EXPECT_EQ(kernels::packed_bytes(kernels::code(k, KvType::q4_0)->packing, shape),
+                2 * 4096 * 18 * blocks)
+          << k.name << " d " << d;
+    }
+  }
+}
+
 // Q, K and V for `tokens` tokens of a cache's heads, and one decode step's query rows.
 struct Layer {
   Shape shape;  // kv_len: the tokens
@@ -108,7 +131,8 @@ struct Layer {
 // same call computes with its own packing of the same K and V.
 TEST(KvCache, AppendsGiveWhatOneCallsPackingGives) {
   for (const std::string& name : storing_kernels()) {
-    for (KvType type : {KvType::f32, KvType::f16, KvType::bf16}) {
+    for (KvType type : kAllKvTypes) {
+      if (!find_kernel(name)->stores(type)) continue;
       for (std::size_t q_len : {1, 4, 37}) {
         SCOPED_TRACE(name + " " + std::string(to_string(type)) + " q_len " + std::to_string(q_len));
         const Layer layer(8, 2, q_len, 4100, 40, 3);
@@ -130,7 +154,7 @@ TEST(KvCache, AppendsGiveWhatOneCallsPackingGives) {
         }
         by_block.append(p.k.data(), p.v.data(), tokens, 2);
         ASSERT_EQ(by_token.length(), tokens);
-        EXPECT_EQ(by_block.kv_bytes(), 2 * tokens * d * 2 * kv_type_bytes(type));
+        EXPECT_EQ(by_block.kv_bytes(), 2 * tokens * 2 * kv_row_bytes(type, d));
         for (const KvCache* cache : {&by_token, &by_block}) {
           std::vector<float> o(p.q.size(), -1.0f);
           Tensors t{.q = p.q.data(), .o = o.data(), .kv_cache = cache};
@@ -155,18 +179,22 @@ TEST(KvCache, FoldedQueryHeadsGiveWhatSeparateHeadsGive) {
       for (const std::size_t d : {64, 40}) {
         for (const std::size_t q_len : {1, 3}) {
           for (const std::size_t kv_len : {4500, 1000}) {
-            const Layer layer(heads, 1, q_len, kv_len, d, 5);
-            Workspace ws;
-            const std::vector<float> grouped = run(kernel, layer.p, ws);
-            for (std::size_t h = 0; h < heads; ++h) {
-              Problem one(Shape{1, 1, 1, q_len, kv_len, d}, layer.p.options);
-              one.k = layer.p.k;
-              one.v = layer.p.v;
-              std::copy_n(layer.p.q.begin() + h * q_len * d, q_len * d, one.q.begin());
-              const std::vector<float> alone = run(kernel, one, ws);
-              EXPECT_TRUE(std::equal(alone.begin(), alone.end(), grouped.begin() + h * q_len * d))
-                  << name << " heads " << heads << " d " << d << " head " << h << " q_len " << q_len
-                  << " kv_len " << kv_len;
+            for (const KvType type : {KvType::f32, KvType::q4_0}) {
+              if (!kernel.stores(type)) continue;
+              Layer layer(heads, 1, q_len, kv_len, d, 5);
+              layer.p.options.kv_type = type;
+              Workspace ws;
+              const std::vector<float> grouped = run(kernel, layer.p, ws);
+              for (std::size_t h = 0; h < heads; ++h) {
+                Problem one(Shape{1, 1, 1, q_len, kv_len, d}, layer.p.options);
+                one.k = layer.p.k;
+                one.v = layer.p.v;
+                std::copy_n(layer.p.q.begin() + h * q_len * d, q_len * d, one.q.begin());
+                const std::vector<float> alone = run(kernel, one, ws);
+                EXPECT_TRUE(std::equal(alone.begin(), alone.end(), grouped.begin() + h * q_len * d))
+                    << name << " heads " << heads << " d " << d << " head " << h << " q_len "
+                    << q_len << " kv_len " << kv_len << " " << to_string(type);
+              }
             }
           }
         }
@@ -251,6 +279,24 @@ TEST(StoredTypes, BadOptionsAreErrors) {
   expect_error([&] { run(*find_kernel("tiled/simd"), p, ws); }, "tensors.v");
   p.options.kv_type = KvType::bf16;
   run(*find_kernel("tiled/simd"), p, ws);  // bfloat16 holds it
+  p.options.kv_type = KvType::q4_0;
+  p.v[13] = -4e5f;  // a block scale of 4e5 / 8: a float16
+  run(*find_kernel("tiled/simd"), p, ws);
+  p.v[13] = -6e5f;  // 6e5 / 8: beyond float16
+  expect_error([&] { run(*find_kernel("tiled/simd"), p, ws); }, "tensors.v");
+  p.options.kv_type = KvType::q8_0;  // 6e5 / 127: a float16
+  run(*find_kernel("tiled/simd"), p, ws);
+  p.k[2] = std::numeric_limits<float>::quiet_NaN();  // would take its block's 31 others with it
+  try {
+    run(*find_kernel("tiled/simd"), p, ws);
+    ADD_FAILURE() << "no Error for a NaN in q8_0 storage";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "tensors.k");
+    EXPECT_NE(std::string(e.what()).find("finite values only"), std::string::npos) << e.what();
+  }
+  p.k[2] = 0.0f;
+  expect_error([&] { run(*find_kernel("naive/simd"), p, ws); }, "options.kv_type");
+  expect_error([&] { KvCache(*find_kernel("naive/simd"), 1, 1, 8, 8, KvType::q8_0); }, "type");
 }
 
 }  // namespace

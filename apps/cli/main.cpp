@@ -70,13 +70,12 @@ void require_same_shape(const std::string& name, const attnbench::npy::Array& a,
   }
 }
 
-constexpr attnbench::KvType kKvTypes[] = {attnbench::KvType::f32, attnbench::KvType::f16,
-                                          attnbench::KvType::bf16};
+using attnbench::kAllKvTypes;
 
 // "f32,f16,bf16": the --kv-dtype values `kernel` takes (Kernel::stores), "-" for none.
 std::string stored_types(const attnbench::Kernel& kernel) {
   std::string types;
-  for (attnbench::KvType type : kKvTypes) {
+  for (attnbench::KvType type : kAllKvTypes) {
     if (kernel.stores(type)) types.append(types.empty() ? "" : ",").append(to_string(type));
   }
   return types.empty() ? "-" : types;
@@ -144,7 +143,7 @@ void add_call_options(CLI::App* cmd, CallArgs& args, const char* kernel_help,
                   "largest naive score matrix in bytes (default: half of RAM; a naive backward "
                   "holds two, P and dS)");
   std::vector<std::string> types;
-  for (attnbench::KvType type : kKvTypes) types.emplace_back(to_string(type));
+  for (attnbench::KvType type : kAllKvTypes) types.emplace_back(to_string(type));
   cmd->add_option("--kv-dtype", args.kv_dtype, kv_dtype_help)
       ->default_val("f32")
       ->check(CLI::IsMember(types));
@@ -178,19 +177,32 @@ std::string index_string(std::size_t flat, const std::vector<std::size_t>& dims)
 void require_storable(const std::string& name, const attnbench::npy::Array& a,
                       attnbench::KvType type) {
   if (type == attnbench::KvType::f32) return;
-  const auto bad = std::find_if(a.data.begin(), a.data.end(),
-                                [type](float x) { return attnbench::rounds_to_infinity(type, x); });
+  const bool quantised = attnbench::is_quantised(type);
+  const auto bad = std::find_if(a.data.begin(), a.data.end(), [type, quantised](float x) {
+    return attnbench::rounds_to_infinity(type, x) || (quantised && !std::isfinite(x));
+  });
   if (bad == a.data.end()) return;
-  // The largest finite value of each 16-bit type: 0x7bff as a half, 0x7f7f as a bfloat16.
-  const float largest_value = type == attnbench::KvType::f16 ? attnbench::f16_to_float(0x7bff)
-                                                             : attnbench::bf16_to_float(0x7f7f);
-  char value[32], largest[32];
+  const std::string at =
+      name + ": element " + index_string(std::size_t(bad - a.data.begin()), a.shape) + " = ";
+  const std::string kv_dtype = "--kv-dtype " + std::string(to_string(type));
+  char value[32];
   std::snprintf(value, sizeof value, "%.9g", double(*bad));
+  if (!std::isfinite(*bad)) {
+    throw UsageError(at + value + ": " + kv_dtype +
+                     " stores finite values only (a block of 32 shares one scale)");
+  }
+  // The largest finite value of each 16-bit type: 0x7bff as a half, 0x7f7f as a bfloat16; a
+  // quantised block's float16 scale (|x| / 127, |x| / 8) must stay below 65520.
+  const float largest_value = type == attnbench::KvType::f16    ? attnbench::f16_to_float(0x7bff)
+                              : type == attnbench::KvType::bf16 ? attnbench::bf16_to_float(0x7f7f)
+                              : type == attnbench::KvType::q8_0 ? 65520.0f * 127.0f
+                                                                : 65520.0f * 8.0f;
+  char largest[32];
   std::snprintf(largest, sizeof largest, "%.9g", double(largest_value));
-  throw UsageError(name + ": element " + index_string(std::size_t(bad - a.data.begin()), a.shape) +
-                   " = " + value + " is finite, but --kv-dtype " + std::string(to_string(type)) +
-                   " would store it as an infinity (the largest " + std::string(to_string(type)) +
-                   " is " + largest + "); scale K and V down, or use --kv-dtype " +
+  throw UsageError(at + value + " is finite, but " + kv_dtype + " would store it as an infinity (" +
+                   (quantised ? std::string("|x| must stay below ")
+                              : "the largest " + std::string(to_string(type)) + " is ") +
+                   largest + "); scale K and V down, or use --kv-dtype " +
                    (type == attnbench::KvType::f16 ? "bf16 or f32" : "f32"));
 }
 
@@ -442,7 +454,7 @@ int main(int argc, char** argv) {
   add_call_options(run_cmd, run_args.call,
                    "kernel name (default: the first available in `attnbench list`)",
                    "how the kernel stores K and V (rounded once, to nearest even; the arithmetic "
-                   "stays float32): f32, f16 or bf16, as `attnbench list` says it can");
+                   "stays float32): f32, f16, bf16, q8_0 or q4_0, as `attnbench list` says it can");
   run_cmd->add_option("--out", run_args.out, "output .npy, the shape of Q")->required();
 
   BackwardArgs backward_args;

@@ -43,8 +43,8 @@ class KvCache {
   std::size_t head_dim() const { return head_dim_; }
   std::size_t capacity() const { return capacity_; }
   std::size_t length() const { return length_; }
-  // Bytes of K and V a call over the cache's `length()` tokens reads: 2 x length x head_dim x
-  // element bytes per head (the layout's padding aside).
+  // Bytes of K and V a call over the cache's `length()` tokens reads: 2 x length x
+  // kv_row_bytes(type, head_dim) per head (the float layout's padding aside).
   std::size_t kv_bytes() const;
   // Bytes the cache holds, padding included.
   std::size_t storage_bytes() const { return heads() * head_bytes_; }

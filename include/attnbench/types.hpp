@@ -34,16 +34,34 @@ Shape shape_from_dims(std::span<const std::size_t> q, std::span<const std::size_
                       const std::array<std::string_view, 3>& names = {"q", "k", "v"});
 
 // How K and V are stored where a kernel reads them (its packed copy, or a KvCache): float32, IEEE
-// half (float16) or bfloat16. Inputs stay float32 (Q, K, V) and so do the outputs and every
-// accumulation; a 16-bit type halves the bytes of K and V a call streams, at the price of rounding
-// them once (to nearest, ties to even).
-enum class KvType { f32, f16, bf16 };
-inline constexpr std::size_t kKvTypes = 3;
+// half (float16), bfloat16, or block-quantised as ggml's q8_0 and q4_0 (each key's and value's row
+// cut into blocks of 32 values along the head dim, the last padded with zeros; per block one
+// float16 scale and 32 int8 codes, 34 bytes, or 32 4-bit codes, 18 bytes). Inputs stay float32
+// (Q, K, V) and so do the outputs and every accumulation; a narrower type cuts the bytes of K and
+// V a call streams, at the price of rounding them once (to nearest, ties to even; a block's
+// codes as ggml's reference quantisation rounds them).
+enum class KvType { f32, f16, bf16, q8_0, q4_0 };
+inline constexpr std::size_t kKvTypes = 5;
+inline constexpr KvType kAllKvTypes[kKvTypes] = {KvType::f32, KvType::f16, KvType::bf16,
+                                                 KvType::q8_0, KvType::q4_0};
 std::string_view to_string(KvType type);
-// The KvType called `name` ("f32", "f16", "bf16"), or nullopt.
+// The KvType called `name` ("f32", "f16", "bf16", "q8_0", "q4_0"), or nullopt.
 std::optional<KvType> kv_type_from_string(std::string_view name);
-// Bytes of one stored element: 4 or 2.
-constexpr std::size_t kv_type_bytes(KvType type) { return type == KvType::f32 ? 4 : 2; }
+// Whether `type` stores blocks of 32 values with a scale (q8_0, q4_0).
+constexpr bool is_quantised(KvType type) { return type == KvType::q8_0 || type == KvType::q4_0; }
+// Bytes of one key's (or value's) row of `head_dim` values stored as `type`, the padding of a
+// quantised row's last block included: 4 d, 2 d, 34 ceil(d / 32) or 18 ceil(d / 32).
+constexpr std::size_t kv_row_bytes(KvType type, std::size_t head_dim) {
+  const std::size_t blocks = (head_dim + 31) / 32;
+  switch (type) {
+    case KvType::f32: return 4 * head_dim;
+    case KvType::f16:
+    case KvType::bf16: return 2 * head_dim;
+    case KvType::q8_0: return 34 * blocks;
+    case KvType::q4_0: return 18 * blocks;
+  }
+  return 4 * head_dim;
+}
 
 // The precision of a kernel's two products, Q K^T and P V (Kernel::products). f32: float32
 // FMAs on float32 operands (K and V widened from their storage type). bf16: Q, K and V rounded to
@@ -61,9 +79,13 @@ std::uint16_t float_to_f16(float x);
 float f16_to_float(std::uint16_t h);
 std::uint16_t float_to_bf16(float x);
 float bf16_to_float(std::uint16_t b);
-// x stored as `type` and read back: x itself for f32.
+// x stored as `type` and read back: x itself for f32; for a quantised type, x alone in its block.
 float round_to(KvType type, float x);
-// Is x finite while its `type` rounding is an infinity (|x| >= 65520 for f16)?
+// One K or V row of n values stored as `type` and read back into out (in == out allowed): each
+// value as round_to rounds it, or a quantised type's blocks of 32 (the last padded with zeros).
+void round_row(KvType type, const float* in, float* out, std::size_t n);
+// Is x finite while its `type` rounding is an infinity (|x| >= 65520 for f16; a quantised block's
+// scale overflows float16 from |x| >= 65520 x 127 for q8_0, x 8 for q4_0)?
 bool rounds_to_infinity(KvType type, float x);
 
 // The library's one error type: invalid shapes, options, pointers and budgets. The message names

@@ -84,8 +84,12 @@ constexpr KernelCode tiled_code() {
   KernelCode code{.forward = {.rows = tiled_rows<Arch, T>,
                               .partial = tiled_partial<Arch, T>,
                               .query_block = tiled_query_block<Arch>,
-                              .blocking = tiled_blocking<Arch>},
-                  .packing = {Simd<Arch>::template packed_bytes<T>, Simd<Arch>::template pack<T>}};
+                              .blocking = tiled_blocking<Arch>}};
+  if constexpr (kQuantised<T>) {
+    code.packing = {QuantPacking<Arch, T>::packed_bytes, QuantPacking<Arch, T>::pack};
+  } else {
+    code.packing = {Simd<Arch>::template packed_bytes<T>, Simd<Arch>::template pack<T>};
+  }
   if constexpr (std::is_same_v<T, float>) {
     code.backward = {.key_block = SimdBackward<Arch>::key_block,
                      .keys = TiledSimdBackward<Arch>::keys,
@@ -98,8 +102,11 @@ template <class Arch>
 constexpr SimdTable simd_table(Isa isa) {
   return SimdTable{
       .isa = isa,
-      .naive = {naive_code<Arch, float>(), naive_code<Arch, Half>(), naive_code<Arch, BFloat16>()},
-      .tiled = {tiled_code<Arch, float>(), tiled_code<Arch, Half>(), tiled_code<Arch, BFloat16>()},
+      // naive/simd stores no quantised type: its passes read the packed K and V by whole rows.
+      .naive = {naive_code<Arch, float>(), naive_code<Arch, Half>(), naive_code<Arch, BFloat16>(),
+                KernelCode{}, KernelCode{}},
+      .tiled = {tiled_code<Arch, float>(), tiled_code<Arch, Half>(), tiled_code<Arch, BFloat16>(),
+                tiled_code<Arch, Q8_0>(), tiled_code<Arch, Q4_0>()},
       .exp = Simd<Arch>::exp_array,
       .exp2 = Simd<Arch>::exp2_array,
       .phases = {tiled_phase<Arch, kScorePhase>, tiled_phase<Arch, kSoftmaxPhase>,

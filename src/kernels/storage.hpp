@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <attnbench/attnbench.hpp>
 
@@ -78,6 +79,84 @@ inline std::uint16_t bfloat16_bits(float x) {
 // bfloat16 -> float32: the bits shifted into the top half, exact.
 inline float bfloat16_value(std::uint16_t b) {
   return float_of(static_cast<std::uint32_t>(b) << 16);
+}
+
+// The block-quantised types, as ggml defines them: K and V rows cut into blocks of kQuantBlock
+// values along the head dim (the last block padded with zeros), each block one float16 scale d
+// and kCodeBytes bytes of codes. Q8_0: 32 int8 codes, x = d code, d = max|x| / 127 (34 bytes per
+// 32 values). Q4_0: 32 4-bit codes, x = d (code - 8), d = (the value of largest magnitude) / -8
+// (18 bytes per 32); code byte i holds element i in its low nibble and element i + 16 in its high
+// one. quantize() is ggml's reference quantisation (quantize_row_q8_0_ref, _q4_0_ref) step for
+// step, so a block holds the bytes ggml would write.
+inline constexpr std::size_t kQuantBlock = 32;
+
+struct Q8_0 {
+  static constexpr std::size_t kCodeBytes = 32;
+  static void quantize(const float* x, std::uint16_t& scale, std::uint8_t* codes) {
+    float amax = 0.0f;
+    for (std::size_t i = 0; i < kQuantBlock; ++i)
+      amax = __builtin_fmaxf(amax, __builtin_fabsf(x[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    scale = half_bits(d);
+    for (std::size_t i = 0; i < kQuantBlock; ++i)
+      codes[i] = static_cast<std::uint8_t>(static_cast<std::int8_t>(__builtin_roundf(x[i] * id)));
+  }
+  // Element i of a block with scale d (as float32) and codes `codes`.
+  static float value(float d, const std::uint8_t* codes, std::size_t i) {
+    return d * static_cast<float>(static_cast<std::int8_t>(codes[i]));
+  }
+};
+
+struct Q4_0 {
+  static constexpr std::size_t kCodeBytes = 16;
+  static void quantize(const float* x, std::uint16_t& scale, std::uint8_t* codes) {
+    float amax = 0.0f, max = 0.0f;
+    for (std::size_t i = 0; i < kQuantBlock; ++i) {
+      if (amax < __builtin_fabsf(x[i])) {
+        amax = __builtin_fabsf(x[i]);
+        max = x[i];
+      }
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    scale = half_bits(d);
+    for (std::size_t i = 0; i < kCodeBytes; ++i) {
+      const auto code = [&](float v) {
+        const int c = static_cast<std::int8_t>(v * id + 8.5f);  // truncates, as ggml's cast
+        return static_cast<std::uint8_t>(c < 15 ? c : 15);
+      };
+      codes[i] = static_cast<std::uint8_t>(code(x[i]) | (code(x[i + kCodeBytes]) << 4));
+    }
+  }
+  static float value(float d, const std::uint8_t* codes, std::size_t i) {
+    const unsigned byte = codes[i % kCodeBytes];
+    const int code = static_cast<int>(i < kCodeBytes ? byte & 15u : byte >> 4);
+    return d * static_cast<float>(code - 8);
+  }
+};
+
+// Whether T is one of the block-quantised types.
+template <class T>
+inline constexpr bool kQuantised = std::is_same_v<T, Q8_0> || std::is_same_v<T, Q4_0>;
+
+// The bytes of one quantised block of T: the scale and the codes.
+template <class T>
+inline constexpr std::size_t kQuantBlockBytes = sizeof(std::uint16_t) + T::kCodeBytes;
+
+// n values (one K or V row) stored as T and read back: whole blocks, the last padded with zeros.
+template <class T>
+void quantize_row(const float* x, float* out, std::size_t n) {
+  for (std::size_t b = 0; b < n; b += kQuantBlock) {
+    float block[kQuantBlock] = {};
+    const std::size_t count = n - b < kQuantBlock ? n - b : kQuantBlock;
+    for (std::size_t i = 0; i < count; ++i) block[i] = x[b + i];
+    std::uint16_t scale;
+    std::uint8_t codes[T::kCodeBytes];
+    T::quantize(block, scale, codes);
+    const float d = half_value(scale);
+    for (std::size_t i = 0; i < count; ++i) out[b + i] = T::value(d, codes, i);
+  }
 }
 
 // x as stored in T.

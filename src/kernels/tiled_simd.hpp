@@ -1,6 +1,7 @@
 // tiled/simd: FlashAttention's online softmax with register-blocked micro-kernels, written once
-// over the xsimd architecture and the K/V storage type T, and instantiated per ISA by
-// simd_<isa>.cpp.
+// over the xsimd architecture and the K/V storage type T (float, Half, BFloat16, or a quantised
+// Q8_0 / Q4_0, whose key blocks are always dequantised to float32 first), and instantiated per ISA
+// by simd_<isa>.cpp.
 //
 // For a block of Br query rows (Simd::query_block: 48-192, from the L2 size), key blocks of Bc
 // keys stream past; for each group of MR rows:
@@ -16,6 +17,7 @@
 #pragma once
 
 #include "kernels/simd_common.hpp"
+#include "kernels/simd_quant.hpp"
 
 namespace attnbench::kernels {
 namespace {
@@ -155,7 +157,7 @@ struct TiledSimd : Simd<Arch> {
     // there, and 32 or 48 rows 0.99-1.03x (docs/studies/2026-12-02-decode.md).
     constexpr std::size_t kInterleavedPanels = 3;  // 6 vectors: whole tiles of 2 and of 3
     auto interleaved = [&](std::size_t i0, std::size_t br, std::size_t j0, std::size_t bc,
-                           const T* kb, const T* vb, float* o_acc, float* m, float* l) {
+                           const auto* kb, const auto* vb, float* o_acc, float* m, float* l) {
       const std::size_t group = row_group(br, MR);
       if constexpr ((Phases & kScorePhase) != 0) {
         const std::size_t panels = (bc + S::NR - 1) / S::NR;
@@ -219,7 +221,18 @@ struct TiledSimd : Simd<Arch> {
           for (std::size_t j0 = first_key; j0 < last_key; j0 += Bc) {
             const std::size_t bc = min_of(Bc, last_key - j0);  // edge block: fewer keys
             const bool few = br <= kFewGroups * MR && head.q_len <= kFewGroups * MR;
-            if (kWidens && !few) {
+            if constexpr (kQuantised<T>) {
+              // Dequantised to float32 for every row block, decoding's included (a quantised
+              // panel has a scale per key and block of 32: the float micro-kernels' loads cannot
+              // take it); memory is read once, as stored. (Runs of keys that fit in L1 instead
+              // of the L2 block ran slower: docs/studies/2026-12-06-quantised-kv.md.)
+              using Quant = QuantPacking<Arch, T>;
+              Quant::widen_panels(Quant::panels(head.kv_packed, j0, d), (bc + S::NR - 1) / S::NR, d,
+                                  kt_wide);
+              Quant::widen_rows(Quant::v_rows(head.kv_packed, head.kv_capacity, j0, d), bc, d, dp,
+                                v_wide);
+              block(i0, br, q_block, j0, bc, kt_wide, v_wide, false, o_acc, m, l);
+            } else if (kWidens && !few) {
               S::widen_block(kt + j0 * d, round_up(bc, S::NR) * d, kt_wide);
               S::widen_block(v + j0 * dp, bc * dp, v_wide);
               block(i0, br, q_block, j0, bc, kt_wide, v_wide, false, o_acc, m, l);

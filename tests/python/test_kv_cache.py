@@ -18,6 +18,7 @@ except ImportError:  # the bf16 reference needs it; the project's .venv has it
     ml_dtypes = None
 
 DTYPES = ("f32", "f16", "bf16")
+QUANTISED = ("q8_0", "q4_0")  # tiled/simd only
 BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 
 
@@ -25,8 +26,34 @@ def normal(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
 
 
+def quantised(x, dtype):
+    """x (..., d) stored as ggml's q8_0 or q4_0 and read back: each row in blocks of 32 along d
+    (the last padded with zeros), quantised as ggml's reference quantize_row_q8_0_ref / _q4_0_ref,
+    in float32 step for step."""
+    d = x.shape[-1]
+    blocks = -(-d // 32)
+    padded = np.zeros(x.shape[:-1] + (blocks * 32,), np.float32)
+    padded[..., :d] = x
+    b = padded.reshape(x.shape[:-1] + (blocks, 32))
+    with np.errstate(divide="ignore"):
+        if dtype == "q8_0":
+            scale = np.abs(b).max(axis=-1, keepdims=True) / np.float32(127)
+            inverse = np.where(scale != 0, np.float32(1) / scale, np.float32(0)).astype(np.float32)
+            y = b * inverse
+            codes = np.sign(y) * np.floor(np.abs(y) + np.float32(0.5))  # roundf: half away from zero
+        else:
+            at = np.abs(b).argmax(axis=-1)[..., None]
+            scale = np.take_along_axis(b, at, axis=-1) / np.float32(-8)
+            inverse = np.where(scale != 0, np.float32(1) / scale, np.float32(0)).astype(np.float32)
+            codes = np.minimum(15, np.trunc(b * inverse + np.float32(8.5))) - 8
+    values = scale.astype(np.float16).astype(np.float32) * codes.astype(np.float32)
+    return values.reshape(padded.shape)[..., :d].astype(np.float32)
+
+
 def rounded(x, dtype):
     """x stored as `dtype` and read back, as the library stores K and V (to nearest, ties even)."""
+    if dtype in QUANTISED:
+        return quantised(x, dtype)
     if dtype == "f16":
         return x.astype(np.float16).astype(np.float32)
     if dtype == "bf16":
@@ -69,6 +96,38 @@ class KvDtype(unittest.TestCase):
                         self.assertEqual((o.shape, o.dtype), (q.shape, np.float32))
                         np.testing.assert_allclose(o, want, atol=2e-6,
                                                    err_msg=f"{kernel} {dtype} {qs} {ks} causal={causal}")
+
+    def test_quantised_storage_matches_float64_reference_on_ggml_blocks(self):
+        for dtype in QUANTISED:
+            self.assertEqual(storing(dtype), [k for k in storing("f16") if k.startswith("tiled/simd")])
+            for qs, ks in CASES + [((3, 70), (90, 70))]:  # d = 70: a padded third block
+                q, k, v = normal(*qs, seed=1), normal(*ks, seed=2), normal(*ks, seed=3)
+                for causal in (False, True):
+                    want = reference(q, rounded(k, dtype), rounded(v, dtype), causal)
+                    for kernel in storing(dtype):
+                        o = attnbench.attention(q, k, v, causal=causal, kernel=kernel, kv_dtype=dtype)
+                        np.testing.assert_allclose(o, want, atol=2e-6,
+                                                   err_msg=f"{kernel} {dtype} {qs} {ks} causal={causal}")
+            # the quantisation is real: 8 or 4 bits move the output
+            q, k, v = normal(8, 64, seed=4), normal(64, 64, seed=5), normal(64, 64, seed=6)
+            self.assertGreater(np.abs(attnbench.attention(q, k, v, kv_dtype=dtype) -
+                                      attnbench.attention(q, k, v)).max(), 1e-3)
+
+    def test_quantised_cache_equals_the_plain_call_bit_for_bit(self):
+        for dtype in QUANTISED:
+            k, v, q = normal(2, 100, 40, seed=7), normal(2, 100, 40, seed=8), normal(4, 1, 40, seed=9)
+            cache = attnbench.KvCache(2, 40, 128, kv_dtype=dtype)
+            for t in range(100):
+                cache.append(k[:, t:t + 1].copy(), v[:, t:t + 1].copy())
+            self.assertEqual(cache.dtype, dtype)
+            self.assertTrue(np.array_equal(bits(cache.attention(q)),
+                                           bits(attnbench.attention(q, k, v, kv_dtype=dtype))))
+        with self.assertRaisesRegex(ValueError, "kv_dtype.*q8_0.*naive/simd"):
+            attnbench.attention(q, k, v, kernel="naive/simd", kv_dtype="q8_0")
+        bad = k.copy()
+        bad[1, 3, 5] = np.nan
+        with self.assertRaisesRegex(ValueError, r"k.*nan.*finite values only"):
+            attnbench.attention(q, bad, v, kv_dtype="q8_0")
 
     def test_16_bit_storage_rounds_k_and_v(self):
         # Not the float32 result: the rounding is real (and the rounded reference above is met).
@@ -232,11 +291,11 @@ class BadInput(unittest.TestCase):
 
     def test_kv_dtype(self):
         q, k = self.q, self.k
-        self.raises(ValueError, r"^kv_dtype: 'f8' is no K/V storage type, expected 'f32', 'f16' or 'bf16'",
+        self.raises(ValueError, r"^kv_dtype: 'f8' is no K/V storage type, expected 'f32', 'f16', 'bf16', 'q8_0' or 'q4_0'",
                     attnbench.attention, q, k, k, kv_dtype="f8")
         self.raises(ValueError, r"^kv_dtype: 'float64' is no K/V storage type", attnbench.attention, q, k, k,
                     kv_dtype=np.float64)
-        self.raises(TypeError, r"^kv_dtype: expected 'f32', 'f16' or 'bf16', got 16 \(int\)", attnbench.attention,
+        self.raises(TypeError, r"^kv_dtype: expected 'f32', 'f16', 'bf16', 'q8_0' or 'q4_0', got 16 \(int\)", attnbench.attention,
                     q, k, k, kv_dtype=16)
         self.raises(ValueError, r"^kv_dtype: 'object' is no K/V storage type", attnbench.attention, q, k, k,
                     kv_dtype=list)  # a type NumPy maps to its object dtype
@@ -268,7 +327,7 @@ class BadInput(unittest.TestCase):
                     kernel="tiled/gpu")
         self.raises(ValueError, r"^kv_dtype: 'int8' is no K/V storage type", attnbench.KvCache, 1, 8, 4,
                     kv_dtype=np.int8)
-        self.raises(TypeError, r"^kv_dtype: expected 'f32', 'f16' or 'bf16', got None", attnbench.KvCache, 1, 8, 4,
+        self.raises(TypeError, r"^kv_dtype: expected 'f32', 'f16', 'bf16', 'q8_0' or 'q4_0', got None", attnbench.KvCache, 1, 8, 4,
                     kv_dtype=None)
         with self.assertRaises(TypeError):
             attnbench.KvCache(1, 8, 4, 1, "f16")  # kv_dtype is keyword-only

@@ -15,6 +15,8 @@ from ..load.results import Table, kernel_sort_key
 from ..load.decode import TYPES, DecodePoint, DecodeWindow
 
 SIXTEEN_BIT = ("f16", "bf16")
+QUANTISED = ("q8_0", "q4_0")  # ggml's blocks: shown beside the 16-bit types, no goal of their own here
+NARROW = SIXTEEN_BIT + QUANTISED
 # Issue 15's targets: with K/V beyond the L3, all threads, decode reads K/V at >= 75% of the triad
 # and the 16-bit types are >= 1.7x faster than fp32; prefill at n = 4096, d = 128 with fp16 K/V
 # reaches >= 0.9x the fp32 GFLOP/s.

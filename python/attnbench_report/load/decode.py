@@ -2,7 +2,7 @@
 scripts/study.sh writes next to results.json) -> its points. load/results.py reads the other windows; this
 module is the only code that splits the decode window's names into columns:
 
-    decode/<kernel>/layout:<head|llama>/rows:R/kv:N/type:<f32|f16|bf16>/threads:t
+    decode/<kernel>/layout:<head|llama>/rows:R/kv:N/type:<f32|f16|bf16|q8_0|q4_0>/threads:t
     generate/<kernel>/layout:llama/start:N/tokens:G/type:T/threads:t
     prefill/<kernel>/n:N/d:128/type:T/threads:t
     triad/threads:t   (the STREAM triad measured among the points, GB/s)
@@ -34,8 +34,9 @@ from ..load import results as loader
 
 FILE_NAME = "decode.json"
 FAMILIES = ("decode", "generate", "prefill")
-TYPES = ("f32", "f16", "bf16")  # storage types of K and V, in the report's order
-TYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0")  # storage types of K and V, in the report's order
+# bytes per value: ggml's q8_0 and q4_0 blocks hold 32 values in 34 and 18 bytes
+TYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "q8_0": 34 / 32, "q4_0": 18 / 32}
 # bench/decode_window.hpp: "head" is one query head over one key/value head, "llama" a Llama-style
 # layer, 32 query heads over 8 key/value heads; d = 128 in both (the names do not carry it).
 LAYOUTS = {"head": (1, 1), "llama": (32, 8)}

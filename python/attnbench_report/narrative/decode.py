@@ -17,7 +17,7 @@ from ..load.decode import HEAD_DIM, TYPES
 
 TITLE = "Decoding against a KV cache"
 FIGURES = ("fig11_decode_time_per_token", "fig12_decode_bandwidth")
-TYPE_NAMES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}
+TYPE_NAMES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "q8_0": "q8_0", "q4_0": "q4_0"}
 
 
 def _measured(window) -> bool:
@@ -53,7 +53,7 @@ def summary_item(window) -> str | None:
         return None
     name = ad.kernel(window)
     rows = ad.rows(window, name)
-    speed = {t: [r.speedup(t) for r in rows if math.isfinite(r.speedup(t))] for t in ad.SIXTEEN_BIT}
+    speed = {t: [r.speedup(t) for r in rows if math.isfinite(r.speedup(t))] for t in ad.NARROW}
     best = max(ad.decode(window).where(kernel=name), key=lambda p: p.value("pct_triad"))
     parts = [f"{TYPE_NAMES[t]} {fmt.ratio(float(np.median(v)))}" for t, v in speed.items() if v]
     verdicts = {}
@@ -62,9 +62,9 @@ def summary_item(window) -> str | None:
         verdicts.setdefault(_verdict(ts), []).append(label)
     tier = ad.point_tier(window.run, best)
     alternated = [p for p in window.types if not p.error and p.kernel == name]
-    turns = [f"{TYPE_NAMES[t]} {fmt.ratio(float(np.median(v)))}" for t in ad.SIXTEEN_BIT
+    turns = [f"{TYPE_NAMES[t]} {fmt.ratio(float(np.median(v)))}" for t in ad.NARROW
              if (v := [p.speedup(t) for p in alternated if math.isfinite(p.speedup(t))])]
-    return (f"Decoding against a KV cache ({fmt.code(name)}, `decode.json`): 16-bit K/V decode "
+    return (f"Decoding against a KV cache ({fmt.code(name)}, `decode.json`): K/V stored narrower than fp32 decodes "
             + " and ".join(parts) + f" as fast as fp32 per token (medians over {len(rows)} points"
             + (f"; called by turns, {' and '.join(turns)} over {len(alternated)} `types/` points" if turns else "")
             + "), and a call "
@@ -179,14 +179,14 @@ def _table(s, window) -> None:
             p = r.points.get(t)
             cells.append(f"{fmt.us(p.value('token_us'))} · {fmt.sig(p.value('GB/s'))} GB/s "
                          f"({_pct(p.value('pct_triad'))})" if p else "")
-        cells += [fmt.ratio(r.speedup(t)) for t in ad.SIXTEEN_BIT if t in types]
+        cells += [fmt.ratio(r.speedup(t)) for t in ad.NARROW if t in types]
         body.append(cells)
     header = (["kernel"] if len(kernels) > 1 else []) + ["layout", "rows", "kv", "threads", "K/V (fp32)", "fits"]
     header += [f"{TYPE_NAMES[t]}: µs/token · GB/s (% triad)" for t in types]
-    header += [f"{TYPE_NAMES[t]} speed over fp32" for t in ad.SIXTEEN_BIT if t in types]
+    header += [f"{TYPE_NAMES[t]} speed over fp32" for t in ad.NARROW if t in types]
     align = ("l" if len(kernels) > 1 else "") + "lrrrrl" + "r" * (len(header) - 6 - (len(kernels) > 1))
     s.add(Table(header, body, align=align, caption="Decode points (medians): time per token, GB/s of K/V and share "
-                "of the triad per storage type, where the K/V fit (per type, fp32 first), and each 16-bit type's "
+                "of the triad per storage type, where the K/V fit (per type, fp32 first), and each narrower type's "
                 "speed over fp32 (fp32's time over its):"))
 
 
@@ -204,16 +204,19 @@ def _by_turns(s, points: list, what: str, title: str, shape: dict, cell, unit: s
             s.add(Paragraph(title + ":" + failures))
         return
     several = len({p.kernel for p in measured}) > 1
+    # the types the points called (a run from before the quantised types has three)
+    types = [t for t in TYPES if any(math.isfinite(p.median.get(f"us_{t}", math.nan)) for p in measured)]
+    narrow = [t for t in ad.NARROW if t in types]
     body = []
     for p in measured:
         cells = ([fmt.code(p.kernel)] if several else []) + [f(p) for f in shape.values()]
-        cells += [cell(p, t) for t in TYPES]
-        cells += [f"{fmt.ratio(p.speedup(t))} (CV {fmt.pct(100 * p.noise(t), 1)})" for t in ad.SIXTEEN_BIT]
+        cells += [cell(p, t) for t in types]
+        cells += [f"{fmt.ratio(p.speedup(t))} (CV {fmt.pct(100 * p.noise(t), 1)})" for t in narrow]
         rounds = p.median.get("rounds", math.nan)
         cells.append(fmt.count(rounds) if math.isfinite(rounds) else "n/a")
         body.append(cells)
     header = (["kernel"] if several else []) + list(shape)
-    header += [f"{TYPE_NAMES[t]}: {unit}" for t in TYPES] + [f"{TYPE_NAMES[t]} over fp32" for t in ad.SIXTEEN_BIT]
+    header += [f"{TYPE_NAMES[t]}: {unit}" for t in types] + [f"{TYPE_NAMES[t]} over fp32" for t in narrow]
     header.append("rounds")
     align = ("l" if several else "") + "".join("l" if column == "layout" else "r" for column in shape)
     s.add(Table(header, body, align=align + "r" * (len(header) - len(align)), caption=title + caption + failures))
@@ -236,7 +239,7 @@ def _bandwidth_bound(s, window, name: str) -> None:
     rows_ = ad.rows(window, name)
     text = ("If a call's time were its K/V bytes over a bandwidth, the black line of the figure (the bytes over the "
             "triad) would predict it and 16-bit storage, half the bytes, would halve it.")
-    speeds = {t: [(r.speedup(t), r) for r in rows_ if math.isfinite(r.speedup(t))] for t in ad.SIXTEEN_BIT}
+    speeds = {t: [(r.speedup(t), r) for r in rows_ if math.isfinite(r.speedup(t))] for t in ad.NARROW}
     parts = [f"{TYPE_NAMES[t]} {fmt.ratio(float(np.median([v for v, _ in sp])))} "
              f"({_range([v for v, _ in sp], fmt.ratio)})" for t, sp in speeds.items() if sp]
     if parts:
@@ -341,10 +344,11 @@ def _rows_per_head(s, window, name: str) -> None:
     body = [[str(g.rows_per_kv_head), ", ".join(f"{layout} rows:{rows}" for layout, rows in g.shapes),
              " / ".join(fmt.sig(g.flop_per_byte[t]) for t in types if t in ("f32", "f16"))]
             + [_pct(g.pct_peak[t]) for t in types] + [_pct(g.pct_triad[t]) for t in types]
-            + [fmt.ratio(g.speedup.get(t, math.nan)) for t in ad.SIXTEEN_BIT] for g in groups]
+            + [fmt.ratio(g.speedup.get(t, math.nan)) for t in ad.NARROW if t in types] for g in groups]
     s.add(Table(["rows per K/V head", "shapes", "FLOP/byte (fp32 / 16-bit)"]
                 + [f"% peak {TYPE_NAMES[t]}" for t in types] + [f"% triad {TYPE_NAMES[t]}" for t in types]
-                + [f"{TYPE_NAMES[t]} over fp32" for t in ad.SIXTEEN_BIT], body, align="rl" + "r" * (len(body[0]) - 2),
+                + [f"{TYPE_NAMES[t]} over fp32" for t in ad.NARROW if t in types], body,
+                align="rl" + "r" * (len(body[0]) - 2),
                 caption=f"{fmt.code(name)} by the query rows that read each K/V head in one call (medians over "
                         "kv and thread counts): FLOPs per K/V byte, share of the FMA peak and of the triad, 16-bit "
                         "speed over fp32:"))
@@ -357,7 +361,7 @@ def _rows_per_head(s, window, name: str) -> None:
             f"(fp32) between {first.rows_per_kv_head} and {last.rows_per_kv_head} rows per K/V head, and the share "
             f"of the FMA peak with them, from {_pct(first.pct_peak['f32'])} to {_pct(last.pct_peak['f32'])} (fp32), "
             f"while the share of the triad goes from {_pct(first.pct_triad['f32'])} to {_pct(last.pct_triad['f32'])}.")
-    falls = [t for t in ad.SIXTEEN_BIT if t in first.speedup and t in last.speedup
+    falls = [t for t in ad.NARROW if t in first.speedup and t in last.speedup
              and last.speedup[t] < first.speedup[t]]
     if falls:
         text += (" The 16-bit gain falls as they grow: " + ", ".join(
@@ -369,7 +373,7 @@ def _rows_per_head(s, window, name: str) -> None:
         text += (" The data does not show the 16-bit gain falling as the rows grow ("
                  + ", ".join(f"{TYPE_NAMES[t]} {fmt.ratio(first.speedup.get(t, math.nan))} at "
                              f"{first.rows_per_kv_head}, {fmt.ratio(last.speedup.get(t, math.nan))} at "
-                             f"{last.rows_per_kv_head}" for t in ad.SIXTEEN_BIT) + ").")
+                             f"{last.rows_per_kv_head}" for t in ad.NARROW) + ").")
     s.add(Paragraph(text))
 
 
@@ -408,7 +412,7 @@ def _generation(s, window, name: str) -> None:
     text += (f". The first step takes {_range(firsts, fmt.ratio)} the median: the loop starts from an empty "
              "workspace, which the first call sets up.")
     by = {(st.point.dtype, st.point.threads, st.point.kv): st for st in mine}
-    for t in ad.SIXTEEN_BIT:
+    for t in ad.NARROW:
         ratios = [by[("f32", th, kv)].point.value("token_us") / st.point.value("token_us")
                   for (dt, th, kv), st in by.items() if dt == t and ("f32", th, kv) in by]
         if ratios:
@@ -466,7 +470,7 @@ def _prefill_points(s, window, name: str) -> None:
     text = []
     pres = [pre for pre in pres if pre.kernel == name]
     for pre in pres:
-        for t in ad.SIXTEEN_BIT:
+        for t in ad.NARROW:
             if t in pre.points and "f32" in pre.points:
                 f32, p = pre.points["f32"], pre.points[t]
                 rest = ((f32.value("time_us") - 1e3 * f32.value("pack_ms"))
@@ -495,7 +499,7 @@ def _targets(s, window, name: str) -> None:
     at = f"{_threads(window, t_all)}"
     for key, wanted, dtypes in (
             ("bandwidth", f"decode reads K/V at ≥ {_pct(ad.TARGET_PCT_TRIAD)} of the triad", TYPES),
-            ("speedup", f"fp16 and bf16 decode ≥ {fmt.ratio(ad.TARGET_SPEEDUP)} as fast as fp32", ad.SIXTEEN_BIT)):
+            ("speedup", f"fp16 and bf16 decode ≥ {fmt.ratio(ad.TARGET_SPEEDUP)} as fast as fp32", ad.NARROW)):
         largest = max(ad.decode(window).where(kernel=name, threads=t_all, dtype=list(dtypes)),
                       key=lambda p: (p.value("kv_bytes"), -p.rows_per_kv_head), default=None)
         head = f"With K/V beyond {l3_text}, {at}, {wanted}: "
