@@ -25,6 +25,11 @@ inline std::size_t reported_l2_bytes() {
   const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
   return reported > 0 ? std::size_t(reported) : std::size_t{512} << 10;
 }
+// The per-core L1 data cache this CPU reports, in bytes, or 32 KiB where it reports none.
+inline std::size_t reported_l1_bytes() {
+  const long reported = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  return reported > 0 ? std::size_t(reported) : std::size_t{32} << 10;
+}
 // The L3 this CPU reports, in bytes, or 0 where it reports none.
 inline std::size_t reported_l3_bytes() {
   const long reported = sysconf(_SC_LEVEL3_CACHE_SIZE);

@@ -190,6 +190,55 @@ struct TiledSimd : Simd<Arch> {
       }
     };
 
+    // NOTE: a quantised key block for few groups of rows (decoding) seen whole by every row is
+    // dequantised a few panels and a run of keys at a time, each piece into L1 just before the
+    // micro-kernels read it (the scores of every group over the panels, the blend of every group
+    // over the run), instead of all of it into L2 first: the same FMAs in the same order as the
+    // block at once (the same bits), without writing and reading back an L2-sized block per call.
+    // The pieces: K^T panels and V rows of half the L1 this CPU reports.
+    [[maybe_unused]] auto quant_few = [&](std::size_t i0, std::size_t br, std::size_t j0,
+                                          std::size_t bc, float* o_acc, float* m, float* l) {
+      if constexpr (kQuantised<T>) {
+        using Quant = QuantPacking<Arch, T>;
+        const std::size_t group = row_group(br, MR);
+        const std::size_t l1_floats = reported_l1_bytes() / 2 / sizeof(float);
+        const std::size_t chunk_panels = max_of(1, l1_floats / (S::NR * d));
+        const std::size_t run_keys = max_of(1, min_of(Bc, l1_floats / dp));
+        if constexpr ((Phases & kScorePhase) != 0) {
+          const std::size_t panels = (bc + S::NR - 1) / S::NR;
+          for (std::size_t p0 = 0; p0 < panels; p0 += chunk_panels) {
+            const std::size_t np = min_of(chunk_panels, panels - p0);
+            Quant::widen_panels(Quant::panels(head.kv_packed, j0 + p0 * S::NR, d), np, d, kt_wide);
+            for (std::size_t g = 0; g < br; g += group) {
+              S::score_rows(min_of(group, br - g), head.q + (i0 + g) * d, d, kt_wide, np,
+                            s_tile + g * Ss + p0 * S::NR, Ss);
+            }
+          }
+        }
+        bool rescale[kFewGroups] = {};
+        if constexpr ((Phases & kSoftmaxPhase) != 0) {
+          for (std::size_t g = 0; g < br; g += group) {
+            const std::size_t mr = min_of(group, br - g);
+            rescale[g / group] =
+                softmax_group(s_tile + g * Ss, alpha + g, mr,
+                              S::block_keys(head, i0 + g, mr, j0, bc), m + g, l + g, i0 + g, j0);
+          }
+        }
+        if constexpr ((Phases & kBlendPhase) != 0) {
+          for (std::size_t k0 = 0; k0 < bc; k0 += run_keys) {
+            const std::size_t run = min_of(run_keys, bc - k0);
+            Quant::widen_rows(Quant::v_rows(head.kv_packed, head.kv_capacity, j0 + k0, d), run, d,
+                              dp, v_wide);
+            for (std::size_t g = 0; g < br; g += group) {
+              const float* a = k0 == 0 && rescale[g / group] ? alpha + g : nullptr;
+              S::blend_rows(min_of(group, br - g), s_tile + g * Ss + k0, Ss, v_wide, dp, run, a,
+                            o_acc + g * dp);
+            }
+          }
+        }
+      }
+    };
+
     // Super blocks of Rs rows (one query block unless the head's K and V outgrow a chunk): each
     // chunk of Kc keys, then each query block of the super block over the chunk's key blocks.
     for (std::size_t s0 = rows.begin; s0 < rows.end; s0 += Rs) {
@@ -222,16 +271,18 @@ struct TiledSimd : Simd<Arch> {
             const std::size_t bc = min_of(Bc, last_key - j0);  // edge block: fewer keys
             const bool few = br <= kFewGroups * MR && head.q_len <= kFewGroups * MR;
             if constexpr (kQuantised<T>) {
-              // Dequantised to float32 for every row block, decoding's included (a quantised
-              // panel has a scale per key and block of 32: the float micro-kernels' loads cannot
-              // take it); memory is read once, as stored. (Runs of keys that fit in L1 instead
-              // of the L2 block ran slower: docs/studies/2026-12-06-quantised-kv.md.)
-              using Quant = QuantPacking<Arch, T>;
-              Quant::widen_panels(Quant::panels(head.kv_packed, j0, d), (bc + S::NR - 1) / S::NR, d,
-                                  kt_wide);
-              Quant::widen_rows(Quant::v_rows(head.kv_packed, head.kv_capacity, j0, d), bc, d, dp,
-                                v_wide);
-              block(i0, br, q_block, j0, bc, kt_wide, v_wide, false, o_acc, m, l);
+              // Dequantised to float32 (a quantised panel has a scale per key and block of 32:
+              // the float micro-kernels' loads cannot take it); memory is read once, as stored.
+              if (few && br > 0 && head.seen_by_all(i0, br, j0, bc)) {
+                quant_few(i0, br, j0, bc, o_acc, m, l);
+              } else {
+                using Quant = QuantPacking<Arch, T>;
+                Quant::widen_panels(Quant::panels(head.kv_packed, j0, d), (bc + S::NR - 1) / S::NR,
+                                    d, kt_wide);
+                Quant::widen_rows(Quant::v_rows(head.kv_packed, head.kv_capacity, j0, d), bc, d, dp,
+                                  v_wide);
+                block(i0, br, q_block, j0, bc, kt_wide, v_wide, false, o_acc, m, l);
+              }
             } else if (kWidens && !few) {
               S::widen_block(kt + j0 * d, round_up(bc, S::NR) * d, kt_wide);
               S::widen_block(v + j0 * dp, bc * dp, v_wide);
