@@ -195,7 +195,8 @@ struct TiledSimd : Simd<Arch> {
     // micro-kernels read it (the scores of every group over the panels, the blend of every group
     // over the run), instead of all of it into L2 first: the same FMAs in the same order as the
     // block at once (the same bits), without writing and reading back an L2-sized block per call.
-    // The pieces: K^T panels and V rows of half the L1 this CPU reports.
+    // The pieces: K^T panels and V rows of half the L1 this CPU reports. Dequantising still sets
+    // the decode time (docs/studies/2026-12-06-quantised-kv.md).
     [[maybe_unused]] auto quant_few = [&](std::size_t i0, std::size_t br, std::size_t j0,
                                           std::size_t bc, float* o_acc, float* m, float* l) {
       if constexpr (kQuantised<T>) {
