@@ -1,6 +1,7 @@
 // The K/V storage types' names and scalar conversions (include/attnbench/types.hpp), all from
 // kernels/storage.hpp, the one definition of the rounding.
 #include <cmath>
+#include <limits>
 
 #include <attnbench/attnbench.hpp>
 #include "kernels/storage.hpp"
@@ -47,10 +48,19 @@ void round_row(KvType type, const float* in, float* out, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = round_to(type, in[i]);
 }
 
+float kv_overflow_threshold(KvType type) {
+  switch (type) {
+    case KvType::f32: break;
+    case KvType::f16: return kernels::kHalfOverflow;
+    case KvType::bf16: return 0x1.FFp127f;
+    case KvType::q8_0: return kernels::Q8_0::kLimit;
+    case KvType::q4_0: return kernels::Q4_0::kLimit;
+  }
+  return std::numeric_limits<float>::infinity();
+}
+
 bool rounds_to_infinity(KvType type, float x) {
-  if (type == KvType::q8_0) return std::isfinite(x) && std::fabs(x) >= 65520.0f * 127.0f;
-  if (type == KvType::q4_0) return std::isfinite(x) && std::fabs(x) >= 65520.0f * 8.0f;
-  return std::isfinite(x) && std::isinf(round_to(type, x));
+  return std::isfinite(x) && std::fabs(x) >= kv_overflow_threshold(type);
 }
 
 }  // namespace attnbench

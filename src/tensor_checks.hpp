@@ -98,17 +98,6 @@ inline void require_stores(const char* field, const Kernel& kernel, KvType type)
   }
 }
 
-// The smallest magnitude `type` rounds to an infinity: halfway from its largest finite value to
-// the next power of two (f16: 65520; bf16: 0x7F7F8000, about 3.3961e38); for a quantised type,
-// where its block's float16 scale does (65520 x 127, 65520 x 8); infinity for f32.
-inline float overflow_threshold(KvType type) {
-  if (type == KvType::f16) return 65520.0f;
-  if (type == KvType::bf16) return 0x1.FFp127f;
-  if (type == KvType::q8_0) return 65520.0f * 127.0f;
-  if (type == KvType::q4_0) return 65520.0f * 8.0f;
-  return std::numeric_limits<float>::infinity();
-}
-
 // Throws when a finite element of x would become an infinity stored as `type` (float16 beyond
 // 65504, bfloat16 beyond about 3.39e38, a quantised block's scale beyond float16's range), or, for
 // a quantised type, when an element is not finite (one NaN or infinity would take its whole block
@@ -120,7 +109,7 @@ inline void require_representable(const char* field, const float* x, std::size_t
   const bool quantised = is_quantised(type);
   // On the magnitude's bits: limit <= |x| < inf (any |x| >= limit, NaN included, quantised) is
   // one unsigned comparison.
-  const std::uint32_t low = __builtin_bit_cast(std::uint32_t, overflow_threshold(type));
+  const std::uint32_t low = __builtin_bit_cast(std::uint32_t, kv_overflow_threshold(type));
   const std::uint32_t span = (quantised ? 0x80000000u : 0x7F800000u) - low;
   const auto* bits = reinterpret_cast<const std::uint32_t*>(x);
   constexpr std::size_t kBlock = 1024;
@@ -143,8 +132,8 @@ inline void require_representable(const char* field, const float* x, std::size_t
       const char* largest = type == KvType::f16    ? "largest float16: 65504"
                             : type == KvType::bf16 ? "largest bfloat16: 3.39e38"
                             : type == KvType::q8_0
-                                ? "its block scale, |x| / 127, must stay below 65520"
-                                : "its block scale, |x| / 8, must stay below 65520";
+                                ? "|x| must stay below 65520 x 127, its block scale a float16"
+                                : "|x| must stay below 65520 x 8, its block scale a float16";
       throw Error(
           field, value.str(),
           "a finite value that " + name + " storage would turn into an infinity (" + largest + ")");

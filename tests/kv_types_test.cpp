@@ -153,7 +153,7 @@ TEST(KvTypes, BFloat16RoundsToNearestEvenAndBack) {
 // The validation's fast scan (a magnitude threshold) agrees with the rounding itself.
 TEST(KvTypes, OverflowThresholdIsWhereRoundingOverflows) {
   for (KvType type : {KvType::f16, KvType::bf16}) {
-    const float limit = driver::overflow_threshold(type);
+    const float limit = kv_overflow_threshold(type);
     EXPECT_TRUE(rounds_to_infinity(type, limit)) << to_string(type);
     EXPECT_TRUE(rounds_to_infinity(type, -limit)) << to_string(type);
     EXPECT_FALSE(rounds_to_infinity(type, std::nextafter(limit, 0.0f))) << to_string(type);
@@ -177,6 +177,21 @@ TEST(KvTypes, WhatBecomesInfinite) {
   EXPECT_FALSE(rounds_to_infinity(KvType::f32, std::numeric_limits<float>::max()));
   EXPECT_EQ(round_to(KvType::f16, 1.0f + 0x1p-11f), 1.0f);  // a tie: to even
   EXPECT_EQ(round_to(KvType::bf16, 1.0f + 0x1p-8f), 1.0f);
+  // A quantised block's float16 scale, |x| / 127 or |x| / 8, sets its limit: just under it the
+  // block reads back finite, at it rounds_to_infinity says so.
+  for (KvType type : {KvType::q8_0, KvType::q4_0}) {
+    const float limit = kv_overflow_threshold(type);
+    EXPECT_EQ(limit, 65520.0f * (type == KvType::q8_0 ? 127.0f : 8.0f)) << to_string(type);
+    float row[40] = {};
+    row[33] = -std::nextafter(limit, 0.0f);
+    round_row(type, row, row, 40);
+    EXPECT_TRUE(std::isfinite(row[33])) << to_string(type);
+    EXPECT_FALSE(rounds_to_infinity(type, std::nextafter(limit, 0.0f))) << to_string(type);
+    EXPECT_TRUE(rounds_to_infinity(type, -limit)) << to_string(type);
+    EXPECT_FALSE(rounds_to_infinity(type, NAN)) << to_string(type);  // refused elsewhere
+  }
+  EXPECT_EQ(kv_overflow_threshold(KvType::f16), 65520.0f);
+  EXPECT_EQ(kv_type_from_string("q4_0"), KvType::q4_0);
   EXPECT_EQ(kv_type_from_string("bf16"), KvType::bf16);
   EXPECT_FALSE(kv_type_from_string("f64").has_value());
 }

@@ -191,12 +191,12 @@ void require_storable(const std::string& name, const attnbench::npy::Array& a,
     throw UsageError(at + value + ": " + kv_dtype +
                      " stores finite values only (a block of 32 shares one scale)");
   }
-  // The largest finite value of each 16-bit type: 0x7bff as a half, 0x7f7f as a bfloat16; a
-  // quantised block's float16 scale (|x| / 127, |x| / 8) must stay below 65520.
-  const float largest_value = type == attnbench::KvType::f16    ? attnbench::f16_to_float(0x7bff)
-                              : type == attnbench::KvType::bf16 ? attnbench::bf16_to_float(0x7f7f)
-                              : type == attnbench::KvType::q8_0 ? 65520.0f * 127.0f
-                                                                : 65520.0f * 8.0f;
+  // The largest finite value of each 16-bit type: 0x7bff as a half, 0x7f7f as a bfloat16; the
+  // bound a quantised block's float16 scale sets.
+  const float largest_value = type == attnbench::KvType::f16 ? attnbench::f16_to_float(0x7bff)
+                              : type == attnbench::KvType::bf16
+                                  ? attnbench::bf16_to_float(0x7f7f)
+                                  : attnbench::kv_overflow_threshold(type);
   char largest[32];
   std::snprintf(largest, sizeof largest, "%.9g", double(largest_value));
   throw UsageError(at + value + " is finite, but " + kv_dtype + " would store it as an infinity (" +

@@ -84,8 +84,11 @@ float round_to(KvType type, float x);
 // One K or V row of n values stored as `type` and read back into out (in == out allowed): each
 // value as round_to rounds it, or a quantised type's blocks of 32 (the last padded with zeros).
 void round_row(KvType type, const float* in, float* out, std::size_t n);
-// Is x finite while its `type` rounding is an infinity (|x| >= 65520 for f16; a quantised block's
-// scale overflows float16 from |x| >= 65520 x 127 for q8_0, x 8 for q4_0)?
+// The least magnitude `type` cannot store finite: halfway from its largest finite value to the
+// next power of two (f16: 65520; bf16: 0x7F7F8000, about 3.3961e38); for a quantised type, where
+// its block's float16 scale would (65520 x 127 for q8_0, 65520 x 8 for q4_0); infinity for f32.
+float kv_overflow_threshold(KvType type);
+// Is x finite while its `type` rounding is an infinity (|x| >= kv_overflow_threshold(type))?
 bool rounds_to_infinity(KvType type, float x);
 
 // The library's one error type: invalid shapes, options, pointers and budgets. The message names

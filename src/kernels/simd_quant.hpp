@@ -41,15 +41,6 @@ struct QuantPacking {
            (S::padded_keys(capacity) + j0) * row_bytes(d);
   }
 
-  // Block b (values [32 b, 32 b + 32), zeros past d) of row x, quantised.
-  static void quantize(const float* x, std::size_t d, std::size_t b, std::uint16_t& scale,
-                       std::uint8_t* codes) {
-    float block[kQuantBlock] = {};
-    const std::size_t from = b * kQuantBlock, count = min_of(kQuantBlock, d - from);
-    if (x != nullptr) std::memcpy(block, x + from, count * sizeof(float));
-    Q::quantize(block, scale, codes);
-  }
-
   // As Simd::pack: keys [first, last) of a head laid out for `capacity` keys, the last panel's
   // keys past the capacity zero once `last` reaches it; disjoint ranges write disjoint bytes.
   static void pack(const float* k, const float* v, std::size_t capacity, std::size_t d,
@@ -63,7 +54,7 @@ struct QuantPacking {
       for (std::size_t b = 0; b < nb; ++b) {
         std::uint16_t scale;
         std::uint8_t codes[Q::kCodeBytes];
-        quantize(j < last ? k + (j - first) * d : nullptr, d, b, scale, codes);
+        quantize_block<Q>(j < last ? k + (j - first) * d : nullptr, d, b, scale, codes);
         std::uint8_t* block = panel + b * NR * kBlockBytes;
         std::memcpy(block + key * sizeof scale, &scale, sizeof scale);
         for (std::size_t i = 0; i < Q::kCodeBytes; ++i) block[2 * NR + i * NR + key] = codes[i];
@@ -74,7 +65,7 @@ struct QuantPacking {
       for (std::size_t b = 0; b < nb; ++b) {
         std::uint8_t* block = pv + j * row + b * kBlockBytes;
         std::uint16_t scale;
-        quantize(v + (j - first) * d, d, b, scale, block + sizeof scale);
+        quantize_block<Q>(v + (j - first) * d, d, b, scale, block + sizeof scale);
         std::memcpy(block, &scale, sizeof scale);
       }
     }

@@ -90,13 +90,18 @@ inline float bfloat16_value(std::uint16_t b) {
 // step, so a block holds the bytes ggml would write.
 inline constexpr std::size_t kQuantBlock = 32;
 
+// The float16 scale of a block is |x| / kDivisor at most, so a block holds |x| < kLimit only.
+inline constexpr float kHalfOverflow = 65520.0f;  // the least magnitude float16 rounds to infinity
+
 struct Q8_0 {
   static constexpr std::size_t kCodeBytes = 32;
+  static constexpr float kDivisor = 127.0f;
+  static constexpr float kLimit = kHalfOverflow * kDivisor;
   static void quantize(const float* x, std::uint16_t& scale, std::uint8_t* codes) {
     float amax = 0.0f;
     for (std::size_t i = 0; i < kQuantBlock; ++i)
       amax = __builtin_fmaxf(amax, __builtin_fabsf(x[i]));
-    const float d = amax / 127.0f;
+    const float d = amax / kDivisor;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     scale = half_bits(d);
     for (std::size_t i = 0; i < kQuantBlock; ++i)
@@ -110,6 +115,8 @@ struct Q8_0 {
 
 struct Q4_0 {
   static constexpr std::size_t kCodeBytes = 16;
+  static constexpr float kDivisor = 8.0f;  // d = max / -8
+  static constexpr float kLimit = kHalfOverflow * kDivisor;
   static void quantize(const float* x, std::uint16_t& scale, std::uint8_t* codes) {
     float amax = 0.0f, max = 0.0f;
     for (std::size_t i = 0; i < kQuantBlock; ++i) {
@@ -144,18 +151,28 @@ inline constexpr bool kQuantised = std::is_same_v<T, Q8_0> || std::is_same_v<T, 
 template <class T>
 inline constexpr std::size_t kQuantBlockBytes = sizeof(std::uint16_t) + T::kCodeBytes;
 
+// Block b (values [32 b, 32 b + 32), zeros past n) of a row of n values, quantised as T; a null
+// row is all zeros (a padding key).
+template <class T>
+void quantize_block(const float* row, std::size_t n, std::size_t b, std::uint16_t& scale,
+                    std::uint8_t* codes) {
+  float block[kQuantBlock] = {};
+  const std::size_t from = b * kQuantBlock, count = n - from < kQuantBlock ? n - from : kQuantBlock;
+  for (std::size_t i = 0; row != nullptr && i < count; ++i) block[i] = row[from + i];
+  T::quantize(block, scale, codes);
+}
+
 // n values (one K or V row) stored as T and read back: whole blocks, the last padded with zeros.
 template <class T>
 void quantize_row(const float* x, float* out, std::size_t n) {
-  for (std::size_t b = 0; b < n; b += kQuantBlock) {
-    float block[kQuantBlock] = {};
-    const std::size_t count = n - b < kQuantBlock ? n - b : kQuantBlock;
-    for (std::size_t i = 0; i < count; ++i) block[i] = x[b + i];
+  for (std::size_t b = 0; b * kQuantBlock < n; ++b) {
     std::uint16_t scale;
     std::uint8_t codes[T::kCodeBytes];
-    T::quantize(block, scale, codes);
+    quantize_block<T>(x, n, b, scale, codes);
     const float d = half_value(scale);
-    for (std::size_t i = 0; i < count; ++i) out[b + i] = T::value(d, codes, i);
+    const std::size_t from = b * kQuantBlock;
+    for (std::size_t i = 0; i < kQuantBlock && from + i < n; ++i)
+      out[from + i] = T::value(d, codes, i);
   }
 }
 

@@ -274,7 +274,7 @@ struct TiledSimd : Simd<Arch> {
             if constexpr (kQuantised<T>) {
               // Dequantised to float32 (a quantised panel has a scale per key and block of 32:
               // the float micro-kernels' loads cannot take it); memory is read once, as stored.
-              if (few && br > 0 && head.seen_by_all(i0, br, j0, bc)) {
+              if (few && head.seen_by_all(i0, br, j0, bc)) {
                 quant_few(i0, br, j0, bc, o_acc, m, l);
               } else {
                 using Quant = QuantPacking<Arch, T>;
