@@ -18,6 +18,7 @@ packages=(
   libopenblas-dev                    # the OpenBLAS baseline
   libdnnl-dev                        # contender: oneDNN 2.6 (bench/contender_onednn.cpp)
   libcli11-dev nlohmann-json3-dev    # command line, JSON
+  libopenmpi-dev openmpi-bin         # ring attention over MPI (ring/, Open MPI 4.1)
   python3-venv                       # the project's Python environment (.venv/, below)
   chromium                           # the report test opens report.html headless
 )
