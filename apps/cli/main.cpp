@@ -13,6 +13,9 @@
 //                 [--kv-dtype f32]
 //                                                   the kernel's forward (O, LSE), then its
 //                                                   backward
+//   mpirun -np P attnbench ring --q Q.npy --k K.npy --v V.npy --out O.npy [--causal] [--threads N]
+//                 [--do dO.npy --dq dQ.npy --dk dK.npy --dv dV.npy]   (built with MPI: ring/)
+//   mpirun -np P attnbench ring --bench [--n N] [--head-dim D] [--causal] [--backward]
 //   attnbench demo NAME|all [--json FILE] [--quick] the attention module's experiments (apps/demo/)
 // Q and dO are float32 .npy files; K and V float32 or float16 (read exactly into float32); a mask
 // bool or float32, broadcasting to (batch, q_heads, q_len, kv_len) as NumPy's rules do.
@@ -37,6 +40,9 @@
 #include "cli/version.hpp"
 #include "demo/demos.hpp"
 #include "npy/npy.hpp"
+#ifdef ATTNBENCH_RING
+#include "cli/ring_command.hpp"
+#endif
 
 namespace {
 
@@ -483,8 +489,16 @@ int main(int argc, char** argv) {
   demo->add_flag("--quick", demo_quick,
                  "train the copy demo for a few steps only: checks the command, not its claims");
 
+#ifdef ATTNBENCH_RING
+  attnbench::cli::RingArgs ring_args;
+  CLI::App* ring_cmd = attnbench::cli::add_ring_command(app, ring_args);
+#endif
+
   try {
     app.parse(argc, argv);
+#ifdef ATTNBENCH_RING
+    if (ring_cmd->parsed()) return attnbench::cli::ring(ring_args, argc, argv);
+#endif
     if (list->parsed()) return list_kernels();
     if (demo->parsed()) return attnbench::demo::run(demo_name, demo_json, stdout, demo_quick);
     if (backward_cmd->parsed()) return backward(backward_args);

@@ -7,6 +7,8 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <stdexcept>
 #include <limits>
 #include <optional>
 #include <string>
@@ -34,14 +36,17 @@ std::size_t size_of(MPI_Comm comm) {
   return std::size_t(p);
 }
 
-// A rank's failure: an Error's field and value, and the rest of its message.
+// A rank's failure: an Error's field and value and the rest of its message, or (`error` false) any
+// other exception's message in `why`.
 struct Failure {
   std::string field, value, why;
+  bool error = true;
 };
 
 // Every rank learns whether any rank failed; if one did, every rank throws the lowest failing
-// rank's Error, its field prefixed with the rank ("rank 1: seq_len = 51: ..."), so that the error
-// is the same everywhere and rank 0 can report it.
+// rank's Error, its field prefixed with the rank ("rank 1: seq_len = 51: ..."; any other exception
+// as a std::runtime_error "rank 1: ..."), so that the error is the same everywhere and rank 0 can
+// report it.
 void agree(MPI_Comm comm, const std::optional<Failure>& failure) {
   const int rank = int(rank_of(comm));
   const int mine = failure ? rank : INT_MAX;
@@ -49,13 +54,17 @@ void agree(MPI_Comm comm, const std::optional<Failure>& failure) {
   MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
   if (first == INT_MAX) return;
   Failure f = rank == first ? *failure : Failure{};
+  int error = f.error ? 1 : 0;
+  MPI_Bcast(&error, 1, MPI_INT, first, comm);
   for (std::string* part : {&f.field, &f.value, &f.why}) {
     int length = int(part->size());
     MPI_Bcast(&length, 1, MPI_INT, first, comm);
     part->resize(std::size_t(length));
     MPI_Bcast(part->data(), length, MPI_CHAR, first, comm);
   }
-  throw Error("rank " + std::to_string(first) + ": " + f.field, f.value, f.why);
+  const std::string at = "rank " + std::to_string(first) + ": ";
+  if (error == 0) throw std::runtime_error(at + f.why);
+  throw Error(at + f.field, f.value, f.why);
 }
 
 // Runs f, turning an Error (or any other exception) into the Failure agree() shares.
@@ -69,7 +78,7 @@ std::optional<Failure> attempt(F&& f) {
     return Failure{e.field(), e.value(),
                    what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what};
   } catch (const std::exception& e) {
-    return Failure{"ring step", "?", e.what()};
+    return Failure{"", "", e.what(), false};
   }
 }
 
@@ -254,6 +263,8 @@ void exchange(const Ring& ring, const float* out, float* in, std::size_t floats,
 }
 
 }  // namespace
+
+void on_every_rank(MPI_Comm comm, const std::function<void()>& f) { agree(comm, attempt(f)); }
 
 std::vector<KeySpan> local_spans(std::size_t seq_len, std::size_t ranks, std::size_t rank,
                                  bool causal) {

@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "attnbench/attention.hpp"
@@ -23,6 +24,13 @@ std::vector<KeySpan> local_spans(std::size_t seq_len, std::size_t ranks, std::si
                                  bool causal);
 // The rows rank `rank` holds: the sum of its spans.
 std::size_t local_len(std::size_t seq_len, std::size_t ranks, std::size_t rank, bool causal);
+
+// Runs f on every rank of `comm`, a collective call: when f throws on any rank, every rank throws
+// the lowest such rank's exception (an Error keeps its field, prefixed "rank R: ", and value; any
+// other exception becomes a std::runtime_error "rank R: <message>"), so that no rank is left
+// waiting for the others. ring_attention checks its input this way; a program reading its input
+// (the CLI's .npy files) can too.
+void on_every_rank(MPI_Comm comm, const std::function<void()>& f);
 
 // The global problem every rank takes part in: batch, heads and head dim as attention()'s Shape,
 // and the whole sequence's length (query rows and keys alike: self-attention).
