@@ -146,14 +146,17 @@ std::optional<Failure> check(MPI_Comm comm, const Kernel& kernel, const RingShap
 }
 
 // Rows [begin, begin + len) of each of `heads` heads of `rows` rows of `width` floats, gathered
-// into heads x len rows (and scattered back).
+// into heads x len rows (and scattered back). No rows: nothing (an empty span's pointers may be
+// null).
 void gather(const float* src, std::size_t heads, std::size_t rows, std::size_t width,
             std::size_t begin, std::size_t len, float* dst) {
+  if (len == 0) return;
   for (std::size_t h = 0; h < heads; ++h)
     std::memcpy(dst + h * len * width, src + (h * rows + begin) * width, len * width * sizeof(float));
 }
 void scatter(const float* src, std::size_t heads, std::size_t rows, std::size_t width,
              std::size_t begin, std::size_t len, float* dst) {
+  if (len == 0) return;
   for (std::size_t h = 0; h < heads; ++h)
     std::memcpy(dst + (h * rows + begin) * width, src + h * len * width, len * width * sizeof(float));
 }
