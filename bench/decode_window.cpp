@@ -171,52 +171,68 @@ void run_decode(benchmark::State& state, const Kernel* kernel, Layout layout, st
   }
 }
 
-// The storage types, as the types points call them by turns.
+// The storage types, as the types points call them by turns; the decode points add the quantised
+// types with Options::quantise_query (ggml's q8_0 query: integer Q K^T on AVX-512 VNNI), read from
+// the same caches.
 constexpr KvType kTypes[] = {KvType::f32, KvType::f16, KvType::bf16, KvType::q8_0, KvType::q4_0};
 constexpr std::size_t kTypeCount = std::size(kTypes);
+struct Variant {
+  std::size_t type;  // index into kTypes
+  bool quantise_query;
+  std::string_view name;  // of its counters
+};
+constexpr Variant kDecodeVariants[] = {
+    {0, false, "f32"},  {1, false, "f16"},    {2, false, "bf16"},  {3, false, "q8_0"},
+    {4, false, "q4_0"}, {3, true, "q8_0_q8"}, {4, true, "q4_0_q8"}};
 
-// The three storage types against one another call by call: `call(i)` runs type kTypes[i] once and
-// returns its seconds. A round calls each type once (the order turning with the round), and each
-// ratio is taken within a round, milliseconds apart (the decode points' repetitions, interleaved at
-// random, put two types' sides seconds apart: over the Llama layer's points two runs gave 1.3x to
-// 2.9x). Each iteration of `state` runs at least `min_rounds` rounds and `seconds`; its time is the
-// median f32 call. Counters us_<type> and speedup_<type> (the median over rounds of the f32 call's
-// time over the type's within the round), rounds. Returns each type's median call, in seconds.
+// The storage types against one another call by call: `call(i)` runs variant i (named names[i],
+// names[0] f32's) once and returns its seconds. A round calls each variant once (the order turning
+// with the round), and each ratio is taken within a round, milliseconds apart (the decode points'
+// repetitions, interleaved at random, put two types' sides seconds apart: over the Llama layer's
+// points two runs gave 1.3x to 2.9x). Each iteration of `state` runs at least `min_rounds` rounds
+// and `seconds`; its time is the median f32 call. Counters us_<name> and speedup_<name> (the
+// median over rounds of the f32 call's time over the variant's within the round), rounds. Returns
+// each variant's median call, in seconds.
 template <class Call>
-std::array<double, kTypeCount> by_turns(benchmark::State& state, Call&& call, double seconds,
-                                        std::size_t min_rounds) {
-  for (std::size_t i = 0; i < kTypeCount; ++i) call(i);       // warm-up: workspace, thread pool
-  std::vector<double> times[kTypeCount], ratios[kTypeCount];  // ratios[i]: f32 over type i, i > 0
+std::vector<double> by_turns(benchmark::State& state, Call&& call, double seconds,
+                             std::size_t min_rounds, const std::vector<std::string>& names) {
+  const std::size_t count = names.size();
+  for (std::size_t i = 0; i < count; ++i) call(i);               // warm-up: workspace, thread pool
+  std::vector<std::vector<double>> times(count), ratios(count);  // ratios[i]: f32 over i, i > 0
   for (auto _ : state) {
-    for (std::size_t i = 0; i < kTypeCount; ++i) times[i].clear(), ratios[i].clear();
+    for (std::size_t i = 0; i < count; ++i) times[i].clear(), ratios[i].clear();
     double spent = 0;
     for (std::size_t round = 0; round < min_rounds || spent < seconds; ++round) {
-      double t[kTypeCount];
-      for (std::size_t k = 0; k < kTypeCount; ++k) {
-        const std::size_t i = (k + round) % kTypeCount;
+      std::vector<double> t(count);
+      for (std::size_t k = 0; k < count; ++k) {
+        const std::size_t i = (k + round) % count;
         t[i] = call(i);
         times[i].push_back(t[i]);
         spent += t[i];
       }
-      for (std::size_t i = 1; i < kTypeCount; ++i) ratios[i].push_back(t[0] / t[i]);
+      for (std::size_t i = 1; i < count; ++i) ratios[i].push_back(t[0] / t[i]);
     }
     state.SetIterationTime(median(times[0]));
   }
-  std::array<double, kTypeCount> medians{};
-  for (std::size_t i = 0; i < kTypeCount; ++i) {
+  std::vector<double> medians(count);
+  for (std::size_t i = 0; i < count; ++i) {
     medians[i] = median(times[i]);
-    const std::string type(to_string(kTypes[i]));
-    state.counters["us_" + type] = 1e6 * medians[i];
-    if (i > 0) state.counters["speedup_" + type] = median(ratios[i]);
+    state.counters["us_" + names[i]] = 1e6 * medians[i];
+    if (i > 0) state.counters["speedup_" + names[i]] = median(ratios[i]);
   }
   state.counters["rounds"] = double(times[0].size());
   return medians;
 }
+std::vector<std::string> type_names() {
+  std::vector<std::string> names;
+  for (KvType t : kTypes) names.emplace_back(to_string(t));
+  return names;
+}
 
-// Decode by turns (by_turns), plus gbs_<type>. A cache keeps the streaming speed its memory got
+// Decode by turns (by_turns), plus gbs_<name>. A cache keeps the streaming speed its memory got
 // when it was allocated (two caches of one type in one process read up to 1.25x apart, round after
-// round, on the Zen 5 guest), so each repetition allocates and fills its own three caches: the
-// spread of allocations shows in the repetitions' CV instead of biasing the whole run
+// round, on the Zen 5 guest), so each repetition allocates and fills its own caches: the spread of
+// allocations shows in the repetitions' CV instead of biasing the whole run
 // (docs/studies/2026-12-02-decode.md).
 void run_types(benchmark::State& state, const Kernel* kernel, Layout layout, std::size_t rows,
                std::size_t kv_len, std::size_t threads, double seconds, std::size_t min_rounds) {
@@ -227,22 +243,26 @@ void run_types(benchmark::State& state, const Kernel* kernel, Layout layout, std
     const Shape shape{1, layout.q_heads, layout.kv_heads, rows, kv_len, kHeadDim};
     const std::vector<float>& q = random_tensor(shape.q_elements(), 20);
     std::vector<float> o(shape.q_elements());
-    Options options;
-    options.threads = threads;
     Workspace ws;
+    std::vector<std::string> names;
+    for (const Variant& v : kDecodeVariants) names.emplace_back(v.name);
     const auto medians = by_turns(
         state,
         [&](std::size_t i) {
+          const Variant& v = kDecodeVariants[i];
+          Options options;
+          options.threads = threads;
+          options.quantise_query = v.quantise_query;
           const auto a = std::chrono::steady_clock::now();
           attention(*kernel, shape, options,
-                    Tensors{.q = q.data(), .o = o.data(), .kv_cache = caches[i].get()}, ws);
+                    Tensors{.q = q.data(), .o = o.data(), .kv_cache = caches[v.type].get()}, ws);
           benchmark::DoNotOptimize(o.data());
           return std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
         },
-        seconds, min_rounds);
-    for (std::size_t i = 0; i < kTypeCount; ++i) {
-      state.counters["gbs_" + std::string(to_string(kTypes[i]))] =
-          double(caches[i]->kv_bytes()) / medians[i] / 1e9;
+        seconds, min_rounds, names);
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      state.counters["gbs_" + names[i]] =
+          double(caches[kDecodeVariants[i].type]->kv_bytes()) / medians[i] / 1e9;
     }
   } catch (const std::exception& e) {
     skip_all(state, std::string("failed: ") + e.what());
@@ -363,7 +383,7 @@ void run_prefill_types(benchmark::State& state, const Kernel* kernel, std::size_
     Prefill prefill(n, threads);
     const auto medians = by_turns(
         state, [&](std::size_t i) { return prefill.call(*kernel, *caches[i]); }, seconds,
-        min_rounds);
+        min_rounds, type_names());
     for (std::size_t i = 0; i < kTypeCount; ++i) {
       state.counters["gflops_" + std::string(to_string(kTypes[i]))] =
           prefill.flops() / medians[i] / 1e9;

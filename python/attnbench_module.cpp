@@ -30,10 +30,11 @@ py::object attention(const py::handle& q_arg, const py::handle& k_arg, const py:
                      const std::optional<std::string>& kernel_name,
                      std::optional<long long> threads, bool return_lse,
                      const py::handle& kv_dtype_arg, const py::handle& cache_arg,
-                     const py::handle& mask_arg) {
+                     const py::handle& mask_arg, bool quantise_query) {
   const py::array q = float32_input(q_arg, "q");
   attnbench::Options options =
       options_of(causal, window, alignment, scale, softcap, alibi, threads);
+  options.quantise_query = quantise_query;
   if (!kv_dtype_arg.is_none()) options.kv_type = kv_type_of(kv_dtype_arg, "kv_dtype");
   const PyKvCache* py_cache = nullptr;
   ReadLock lock;
@@ -201,6 +202,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("kernel") = py::none(), py::arg("threads") = py::none(),
       py::arg("return_lse") = false, py::arg("kv_dtype") = py::none(),
       py::arg("cache") = py::none(), py::arg("mask") = py::none(),
+      py::arg("quantise_query") = false,
       R"(O = softmax(Q K^T * scale) V for float32 arrays of shape (n, d), (h, n, d) or (b, h, n, d).
 
 Args:
@@ -238,6 +240,9 @@ Args:
         that broadcasts to (batch, q_heads, q_len, kv_len) by NumPy's rules (a padding mask:
         (batch, 1, 1, kv_len)), its last axis kv_len. It applies within causal and window; a
         row it leaves no key is zero.
+    quantise_query: with K stored as q8_0 or q4_0, quantise the query rows to q8_0 as well
+        (ggml's way) and compute Q K^T on those values: integer dot products where the CPU has
+        AVX-512 VNNI. q must then be finite.
 
 Returns:
     A new float32 array of q's shape; with return_lse=True the pair (O, LSE), LSE of q's shape

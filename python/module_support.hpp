@@ -349,7 +349,8 @@ using WriteLock = std::unique_lock<std::shared_mutex>;
 inline constexpr Rename kCallRenames[] = {{"tensors.k", "k"},
                                           {"tensors.v", "v"},
                                           {"tensors.kv_cache", "cache"},
-                                          {"options.kv_type", "kv_dtype"}};
+                                          {"options.kv_type", "kv_dtype"},
+                                          {"options.quantise_query", "quantise_query"}};
 
 // Q's batch, heads and head dim against the cache's (the library would name shape fields).
 inline attnbench::Shape shape_on_cache(const py::array& q, const attnbench::KvCache& cache) {
@@ -380,7 +381,7 @@ py::object attention(const py::handle& q_arg, const py::handle& k_arg, const py:
                      const std::optional<std::string>& kernel_name,
                      std::optional<long long> threads, bool return_lse,
                      const py::handle& kv_dtype_arg, const py::handle& cache_arg,
-                     const py::handle& mask_arg);
+                     const py::handle& mask_arg, bool quantise_query);
 // The class KvCache: in kv_cache_binding.cpp.
 void bind_kv_cache(py::module_& m);
 

@@ -12,6 +12,7 @@
 #include <attnbench/attnbench.hpp>
 #include "call_plan.hpp"
 #include "kernels/common.hpp"
+#include "kernels/storage.hpp"
 #include "mask_band.hpp"
 #include "task_runner.hpp"
 #include "tensor_checks.hpp"
@@ -236,6 +237,17 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
                       " x 4); use a tiled kernel or raise the budget");
     }
   }
+  if (options.quantise_query) {
+    const KvType stored = tensors.kv_cache != nullptr
+                              ? tensors.kv_cache->type()
+                              : kernels::stored_type(resolve(kernel), options);
+    if (!is_quantised(stored)) {
+      throw Error("options.quantise_query", "true",
+                  "needs K stored quantised (kv_type q8_0 or q4_0); K is stored as " +
+                      std::string(to_string(stored)));
+    }
+    driver::require_representable("tensors.q", tensors.q, q_elements, KvType::q8_0);
+  }
   // Last, once the extents are checked: Q is rounded to bfloat16 too by a bf16-products kernel.
   if (resolve(kernel).products == Products::bf16) {
     driver::require_representable("tensors.q", tensors.q, q_elements, KvType::bf16);
@@ -254,15 +266,24 @@ using kernels::kRowsPerTask;
 using kernels::PartialRows;
 using kernels::RowRange;
 
+// Options::quantise_query: the q8_0 blocks of every query row (HeadProblem's q_codes, q_scales,
+// q_sums from row 0 of Q), or none.
+struct QueryCodes {
+  std::int8_t* codes = nullptr;
+  float* scales = nullptr;
+  std::int32_t* sums = nullptr;
+};
+
 // The (batch, query head) slice of the problem with the key/value head it reads (its packed copy
 // `packed` when the kernel packs), or with fold > 1 the `fold` query heads from `q_head` on,
 // which share that key/value head, as one problem of fold x q_len rows.
 HeadProblem head_problem(const Shape& shape, float scale, float softcap, const float* alibi,
                          const KeyMask& mask, const MaskTensor& tensor, const Tensors& t,
                          const void* packed, std::size_t capacity, std::size_t batch,
-                         std::size_t q_head, std::size_t fold = 1) {
+                         std::size_t q_head, std::size_t fold, const QueryCodes& codes) {
   const HeadOffsets at = head_offsets(shape, batch, q_head);
   const bool in_place = t.kv_cache == nullptr;
+  const std::size_t row = at.q / shape.head_dim, blocks = kernels::query_blocks(shape.head_dim);
   return HeadProblem{.q = t.q + at.q,
                      .k = in_place ? t.k + at.kv : nullptr,
                      .v = in_place ? t.v + at.kv : nullptr,
@@ -278,7 +299,10 @@ HeadProblem head_problem(const Shape& shape, float scale, float softcap, const f
                      .kv_packed = packed,
                      .kv_capacity = capacity,
                      .lse = t.lse ? t.lse + at.q / shape.head_dim : nullptr,
-                     .head_rows = shape.q_len};
+                     .head_rows = shape.q_len,
+                     .q_codes = codes.codes ? codes.codes + row * blocks * 32 : nullptr,
+                     .q_scales = codes.scales ? codes.scales + row * blocks : nullptr,
+                     .q_sums = codes.sums ? codes.sums + row * blocks : nullptr};
 }
 
 // O = sum_c exp(m_c - m) o_c / sum_c exp(m_c - m) l_c with m = max_c m_c, over the chunks' partial
@@ -365,13 +389,32 @@ const Kernel& attention(const Kernel& requested, const Shape& shape, const Optio
       shape, options, [&](std::size_t count, const std::function<void(std::size_t)>& task) {
         tasks.run(count, [&](std::size_t t, Workspace&) { task(t); });
       });
+  // Options::quantise_query: every query row quantised once, in tasks of rows; the kernels then
+  // read the rounded rows as Q, and may read the blocks' codes.
+  Tensors used = tensors;
+  QueryCodes codes;
+  if (options.quantise_query) {
+    const std::size_t rows = shape.q_elements() / d, blocks = kernels::query_blocks(d);
+    float* rounded = ws.take<float>(shape.q_elements());
+    codes = {ws.take<std::int8_t>(rows * blocks * 32), ws.take<float>(rows * blocks),
+             ws.take<std::int32_t>(rows * blocks)};
+    constexpr std::size_t kRowsPerTask = 256;
+    tasks.run((rows + kRowsPerTask - 1) / kRowsPerTask, [&](std::size_t t, Workspace&) {
+      for (std::size_t r = t * kRowsPerTask; r < std::min(rows, (t + 1) * kRowsPerTask); ++r) {
+        kernels::quantise_query_row(tensors.q + r * d, d, codes.codes + r * blocks * 32,
+                                    codes.scales + r * blocks, codes.sums + r * blocks,
+                                    rounded + r * d);
+      }
+    });
+    used.q = rounded;
+  }
   const std::size_t per_batch = shape.q_heads / plan.group;
   auto problem = [&](std::size_t p, std::size_t slot = 0) {
     const std::size_t b = p / per_batch, h = p % per_batch * plan.group;
     return head_problem(shape, scale, options.softcap.value_or(0.0f),
                         options.alibi_slopes.empty() ? nullptr : options.alibi_slopes.data(), mask,
-                        options.mask, tensors, packed_head(head_offsets(shape, b, h).kv_head, slot),
-                        capacity, b, h, plan.group);
+                        options.mask, used, packed_head(head_offsets(shape, b, h).kv_head, slot),
+                        capacity, b, h, plan.group, codes);
   };
 
   if (splits_keys(code, shape)) {

@@ -330,6 +330,16 @@ with tempfile.TemporaryDirectory() as tmp:
         if o is not None and o32 is not None:
             worst = np.abs(o - o32).max()
             check(f"--kv-dtype {kv_dtype} near f32, not equal", 0 < worst < tolerance, f"max difference {worst}")
+    # --quantise-query: Q rounded to q8_0 too; near the q8_0 run, not equal; needs a quantised K.
+    r, oq = run_kv("tiled/simd", kp, vp, "--kv-dtype", "q8_0", "--quantise-query")
+    _, o8 = run_kv("tiled/simd", kp, vp, "--kv-dtype", "q8_0")
+    check("--quantise-query runs", r.returncode == 0, r.stdout + r.stderr)
+    if oq is not None and o8 is not None:
+        worst = np.abs(oq - o8).max()
+        check("--quantise-query near q8_0, not equal", 0 < worst < 0.1, f"max difference {worst}")
+    expect_bad_input("--quantise-query without a quantised K",
+                     ["run", "--q", qp, "--k", kp, "--v", vp, "--kv-dtype", "f16", "--quantise-query",
+                      "--out", path("kv_q.npy")], "--quantise-query: needs --kv-dtype q8_0 or q4_0")
     nan_k = k.copy()
     nan_k[0, 2, 3] = np.nan
     expect_bad_input("--kv-dtype q8_0 NaN", ["run", "--q", qp, "--k", save("kv_nan.npy", nan_k), "--v", vp,

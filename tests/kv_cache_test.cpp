@@ -5,6 +5,7 @@
 // own packing gives; decoding's folded query heads give what separate heads give; and every bad
 // input is an Error naming its field, with the cache unchanged.
 #include <gtest/gtest.h>
+#include <cstring>
 
 #include <limits>
 #include <set>
@@ -85,6 +86,68 @@ TEST_P(StoredTypes, MatchTheOracleOnTheRoundedValues) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, StoredTypes, ::testing::ValuesIn(typed_cases()),
                          [](const auto& info) { return case_name(info.param); });
+
+// Options::quantise_query: the query rows quantised to q8_0 as well (ggml's way), against the
+// oracle on the rounded Q, K and V. The decode shapes (few rows a head, folded GQA heads, split
+// keys) take integer dot products where the CPU has AVX-512 VNNI; the others float32 FMAs on the
+// same values.
+Problem with_rounded_query(Problem r) {
+  const std::size_t d = r.shape.head_dim;
+  for (std::size_t row = 0; row < r.q.size(); row += d)
+    round_row(KvType::q8_0, r.q.data() + row, r.q.data() + row, d);
+  r.options.quantise_query = false;
+  return r;
+}
+
+std::vector<TypedCase> quantised_cases() {
+  std::vector<TypedCase> cases = typed_cases();
+  std::erase_if(cases, [](const TypedCase& c) { return !is_quantised(c.type); });
+  return cases;
+}
+
+class QuantisedQuery : public ::testing::TestWithParam<TypedCase> {};
+
+TEST_P(QuantisedQuery, MatchesTheOracleOnTheRoundedQuery) {
+  const TypedCase& c = GetParam();
+  Problem p = random_problem(c.shape, c.causal, 23);
+  if (c.outliers) add_outliers(p);
+  p.options.kv_type = c.type;
+  p.options.quantise_query = true;
+  Workspace ws;
+  const std::vector<float> out = run(*find_kernel(c.kernel), p, ws);
+  const Problem r = with_rounded_query(rounded(p, c.type));
+  EXPECT_LE(check_against_oracle(r, out, oracle(r)), 1.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, QuantisedQuery, ::testing::ValuesIn(quantised_cases()),
+                         [](const auto& info) { return case_name(info.param); });
+
+TEST(QuantisedQuery, SameBitsForEveryThreadCount) {
+  const Shape shapes[] = {{1, 8, 2, 4, 4100, 128},
+                          {2, 4, 2, 7, 6000, 16},
+                          {1, 32, 8, 1, 9000, 128},
+                          {1, 1, 1, 200, 1000, 64}};
+  for (const std::string& name : storing_kernels()) {
+    for (KvType type : {KvType::q8_0, KvType::q4_0}) {
+      if (!find_kernel(name)->stores(type)) continue;
+      for (const Shape& s : shapes) {
+        Problem p = random_problem(s, false, 29);
+        p.options.kv_type = type;
+        p.options.quantise_query = true;
+        Workspace ws;
+        p.options.threads = 1;
+        const std::vector<float> one = run(*find_kernel(name), p, ws);
+        for (std::size_t threads : {2, 3}) {
+          p.options.threads = threads;
+          const std::vector<float> many = run(*find_kernel(name), p, ws);
+          EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float)))
+              << name << " " << to_string(type) << " " << shape_name(s) << " " << threads
+              << " threads";
+        }
+      }
+    }
+  }
+}
 
 // The packed copy a 16-bit type makes is half the float32 one (the padding aside).
 TEST(StoredTypes, PackedCopyIsHalfTheBytes) {
@@ -295,6 +358,15 @@ TEST(StoredTypes, BadOptionsAreErrors) {
     EXPECT_NE(std::string(e.what()).find("finite values only"), std::string::npos) << e.what();
   }
   p.k[2] = 0.0f;
+  p.options.quantise_query = true;
+  p.q[1] = std::numeric_limits<float>::infinity();  // q8_0 too: finite values only
+  expect_error([&] { run(*find_kernel("tiled/simd"), p, ws); }, "tensors.q");
+  p.q[1] = 0.0f;
+  run(*find_kernel("tiled/simd"), p, ws);
+  p.options.kv_type = KvType::bf16;  // K not quantised: nothing to quantise the query for
+  expect_error([&] { run(*find_kernel("tiled/simd"), p, ws); }, "options.quantise_query");
+  p.options.kv_type = KvType::q8_0;
+  p.options.quantise_query = false;
   expect_error([&] { run(*find_kernel("naive/simd"), p, ws); }, "options.kv_type");
   expect_error([&] { KvCache(*find_kernel("naive/simd"), 1, 1, 8, 8, KvType::q8_0); }, "type");
 }

@@ -5,7 +5,7 @@
 //   attnbench run --q Q.npy --k K.npy --v V.npy --out O.npy [--kernel NAME] [--threads N]
 //                 [--causal] [--alignment bottom_right|top_left] [--window W]
 //                 [--window-right W] [--scale S] [--softcap C] [--alibi] [--mask M.npy]
-//                 [--memory-budget BYTES] [--kv-dtype f32|f16|bf16]
+//                 [--memory-budget BYTES] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--quantise-query]
 //   attnbench backward --q Q.npy --k K.npy --v V.npy --do dO.npy --dq dQ.npy --dk dK.npy
 //                 --dv dV.npy [--kernel NAME] [--threads N] [--causal] [--alignment A]
 //                 [--window W] [--window-right W] [--scale S] [--softcap C] [--alibi]
@@ -331,6 +331,7 @@ std::string describe(const attnbench::Kernel& kernel, std::size_t threads, const
 struct RunArgs {
   CallArgs call;
   std::string out;
+  bool quantise_query = false;
 };
 
 int run(const RunArgs& args) {
@@ -347,7 +348,12 @@ int run(const RunArgs& args) {
                      " stores K and V as " + stored_types(*kernel) +
                      " only; `attnbench list` shows each kernel's K/V types (column kv-dtype)");
   }
-  const Call call = read_call(args.call);
+  if (args.quantise_query && !attnbench::is_quantised(kv_type)) {
+    throw UsageError("--quantise-query: needs --kv-dtype q8_0 or q4_0 (K stored quantised), not " +
+                     args.call.kv_dtype);
+  }
+  Call call = read_call(args.call);
+  call.options.quantise_query = args.quantise_query;
   const std::size_t threads = attnbench::worker_threads(call.options);
   const tbb::global_control allow = allow_threads(threads);
 
@@ -462,6 +468,9 @@ int main(int argc, char** argv) {
                    "how the kernel stores K and V (rounded once, to nearest even; the arithmetic "
                    "stays float32): f32, f16, bf16, q8_0 or q4_0, as `attnbench list` says it can");
   run_cmd->add_option("--out", run_args.out, "output .npy, the shape of Q")->required();
+  run_cmd->add_flag("--quantise-query", run_args.quantise_query,
+                    "with --kv-dtype q8_0 or q4_0: round Q to q8_0 too (ggml's way) and compute "
+                    "Q K^T on it (integer dot products on AVX-512 VNNI)");
 
   BackwardArgs backward_args;
   CLI::App* backward_cmd = app.add_subcommand(

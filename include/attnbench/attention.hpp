@@ -85,6 +85,13 @@ struct Options {
   // silent infinity. A call on a KvCache uses the cache's type (this must then be f32 or the
   // same). The backward pass takes f32 only.
   KvType kv_type = KvType::f32;
+  // With K stored quantised (q8_0 or q4_0: kv_type, or the cache's type): the query rows are
+  // quantised to q8_0 too (ggml's blocks of 32, as llama.cpp quantises them for its q8_0 and q4_0
+  // dot products), and Q K^T is computed on those values: the call's result is attention on the
+  // rounded Q. Where the CPU has AVX-512 VNNI the SIMD kernels' decode then forms Q K^T with
+  // integer dot products (vpdpbusd); elsewhere the same values go through float32 FMAs. Q must
+  // then be finite. Off by default: Q stays float32.
+  bool quantise_query = false;
 };
 
 struct Tensors {

@@ -99,13 +99,15 @@ class KvCache:
                   alignment: Alignment | None = None, scale: float | None = None,
                   softcap: float | None = None, alibi_slopes: Sequence[float] | None = None,
                   kernel: str | None = None, threads: int | None = None,
-                  return_lse: Literal[False] = False, mask: Mask = None) -> Float32Array: ...
+                  return_lse: Literal[False] = False, mask: Mask = None,
+                  quantise_query: bool = False) -> Float32Array: ...
     @overload
     def attention(self, q: Float32Array, *, causal: Causal = False, window: Window = None,
                   alignment: Alignment | None = None, scale: float | None = None,
                   softcap: float | None = None, alibi_slopes: Sequence[float] | None = None,
                   kernel: str | None = None, threads: int | None = None,
-                  return_lse: Literal[True], mask: Mask = None) -> tuple[Float32Array, Float32Array]: ...
+                  return_lse: Literal[True], mask: Mask = None,
+                  quantise_query: bool = False) -> tuple[Float32Array, Float32Array]: ...
     def __len__(self) -> int:
         """Tokens the cache holds now (its length)."""
     @property
@@ -143,7 +145,7 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
                   softcap: float | None = None, alibi_slopes: Sequence[float] | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: Literal[False] = False,
               kv_dtype: KvDtype | None = None, cache: KvCache | None = None,
-              mask: Mask = None) -> Float32Array: ...
+              mask: Mask = None, quantise_query: bool = False) -> Float32Array: ...
 @overload
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
               causal: Causal = False, window: Window = None,
@@ -151,7 +153,8 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
                   softcap: float | None = None, alibi_slopes: Sequence[float] | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: Literal[True],
               kv_dtype: KvDtype | None = None,
-              cache: KvCache | None = None, mask: Mask = None) -> tuple[Float32Array, Float32Array]: ...
+              cache: KvCache | None = None, mask: Mask = None,
+              quantise_query: bool = False) -> tuple[Float32Array, Float32Array]: ...
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
               causal: Causal = False, window: Window = None,
                   alignment: Alignment | None = None, scale: float | None = None,
@@ -159,7 +162,7 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
               threads: int | None = None, return_lse: bool = False,
               kv_dtype: KvDtype | None = None,
               cache: KvCache | None = None,
-              mask: Mask = None) -> Float32Array | tuple[Float32Array, Float32Array]:
+              mask: Mask = None, quantise_query: bool = False) -> Float32Array | tuple[Float32Array, Float32Array]:
     """O = softmax(Q K^T * scale) V for float32 arrays of shape (n, d), (h, n, d) or (b, h, n, d).
 
     Args:
@@ -183,6 +186,8 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
         mask: None, or a bool (True: the key takes part) or float32 (added to the score; -inf
             removes the key) array broadcasting to (batch, q_heads, q_len, kv_len), as PyTorch's
             attn_mask; within causal and window.
+        quantise_query: with K stored as "q8_0" or "q4_0", round the query rows to q8_0 too
+            (ggml's way) and compute Q K^T on them: integer dot products on AVX-512 VNNI.
 
     Returns:
         O of q's shape, or (O, LSE) with return_lse.

@@ -49,6 +49,9 @@ inline MaskRows mask_rows(const MaskTensor& m, std::size_t batch, std::size_t q_
   return {m.keep ? m.keep + at : nullptr, m.bias ? m.bias + at : nullptr, head_stride, row_stride};
 }
 
+// Blocks of a query row of d values quantised as q8_0 (Options::quantise_query): ggml's 32 a block.
+constexpr std::size_t query_blocks(std::size_t d) { return (d + 31) / 32; }
+
 // One (batch, query head) slice of the problem: that head's Q and O rows, and the K and V of the
 // key/value head it reads.
 struct HeadProblem {
@@ -74,6 +77,12 @@ struct HeadProblem {
   // key/value head into one problem (decoding), row i then being row i % head_rows of its head
   // for the mask.
   std::size_t head_rows = 0;
+  // Options::quantise_query: q holds the rounded rows, and these their q8_0 blocks (rows of
+  // query_blocks(head_dim) blocks from row 0 of q): 32 int8 codes a block, its scale (float16's
+  // value as float) and the sum of its codes. Null otherwise.
+  const std::int8_t* q_codes = nullptr;
+  const float* q_scales = nullptr;
+  const std::int32_t* q_sums = nullptr;
 
   // Row i's ALiBi slope (0 without ALiBi) and diagonal key: its score for key j gains
   // -slope * |j - diagonal|.

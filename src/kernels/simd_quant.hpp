@@ -14,9 +14,10 @@ namespace {
 
 // NOTE: a packed head is, like the float layout, K^T in panels of NR keys and then V by rows, with
 // every row of d values cut into blocks of 32 (ggml's; the last block padded with zero values):
-// - panel of NR keys: per block, the NR keys' float16 scales, then the block's code bytes as rows
-//   of NR (code byte i of every key, key after key: one load of NR bytes feeds a vector per key
-//   row of the product);
+// - panel of NR keys: per block, the NR keys' float16 scales, then the block's code bytes in
+//   groups of 4: code bytes 4g..4g+3 of key 0, of key 1, ... of key NR - 1, then group g + 1 (the
+//   layout of vpdpbusd's operand: a 32-bit lane per key, 4 consecutive codes in it; Q4_0's byte
+//   holds element i in its low nibble and i + 16 in its high one, as ggml's);
 // - V row of one key: per block, its scale, then its code bytes (ggml's block as it is).
 // So K and V each take row_bytes(d) per key (34 or 18 bytes per 32 values), and a key block
 // starts at j0 x row_bytes(d) in both.
@@ -57,7 +58,8 @@ struct QuantPacking {
         quantize_block<Q>(j < last ? k + (j - first) * d : nullptr, d, b, scale, codes);
         std::uint8_t* block = panel + b * NR * kBlockBytes;
         std::memcpy(block + key * sizeof scale, &scale, sizeof scale);
-        for (std::size_t i = 0; i < Q::kCodeBytes; ++i) block[2 * NR + i * NR + key] = codes[i];
+        for (std::size_t i = 0; i < Q::kCodeBytes; ++i)
+          block[2 * NR + (i / 4 * NR + key) * 4 + i % 4] = codes[i];
       }
     }
     std::uint8_t* pv = packed + S::padded_keys(capacity) * row;
@@ -122,6 +124,21 @@ struct QuantPacking {
     }
   }
 
+  using ibatch = typename S::ibatch;
+  // W keys' 32-bit lanes of one group of 4 code bytes (an unaligned load).
+  static ibatch group_lanes(const std::uint8_t* p) {
+    return ibatch::load_unaligned(reinterpret_cast<const std::int32_t*>(p));
+  }
+  // Code byte t of each lane as int8 (Q8_0), or its low / high nibble less 8 (Q4_0), as float32.
+  template <std::size_t t, bool kHigh = false>
+  static batch lane_values(ibatch lanes) {
+    if constexpr (std::is_same_v<Q, Q8_0>) {
+      return xsimd::to_float((lanes << int(24 - 8 * t)) >> 24);
+    } else {
+      return xsimd::to_float(((lanes >> int(8 * t + (kHigh ? 4 : 0))) & ibatch(15)) - ibatch(8));
+    }
+  }
+
   // `count` panels from `src` dequantised to the float32 panels [d][NR] at out.
   static void widen_panels(const std::uint8_t* src, std::size_t count, std::size_t d, float* out) {
     constexpr std::size_t V = NR / W;  // vectors a panel row
@@ -136,26 +153,136 @@ struct QuantPacking {
           scale[x] = S::load_kv(reinterpret_cast<const Half*>(block) + x * W);
         const std::uint8_t* codes = block + 2 * NR;
         const std::size_t c0 = b * kQuantBlock, rows = min_of(kQuantBlock, d - c0);
-        // Code byte i of the NR keys, to the NR values of element i (and, for 4 bits, i + 16).
-        if constexpr (std::is_same_v<Q, Q8_0>) {
-          for (std::size_t i = 0; i < rows; ++i) {
-            for (std::size_t x = 0; x < V; ++x)
-              (int8_lanes(codes + i * NR + x * W) * scale[x])
-                  .store_unaligned(o + (c0 + i) * NR + x * W);
-          }
-        } else {
-          for (std::size_t i = 0; i < Q::kCodeBytes && i < rows; ++i) {
-            const std::uint8_t* c = codes + i * NR;
-            for (std::size_t x = 0; x < V; ++x)
-              (nibble_lanes<false>(c + x * W) * scale[x])
-                  .store_unaligned(o + (c0 + i) * NR + x * W);
-            if (i + 16 >= rows) continue;
-            for (std::size_t x = 0; x < V; ++x)
-              (nibble_lanes<true>(c + x * W) * scale[x])
-                  .store_unaligned(o + (c0 + i + 16) * NR + x * W);
+        // Element i of the NR keys to row c0 + i, for the rows within d.
+        auto put = [&](std::size_t i, std::size_t x, batch values) {
+          if (i < rows) (values * scale[x]).store_unaligned(o + (c0 + i) * NR + x * W);
+        };
+        for (std::size_t g = 0; g < Q::kCodeBytes / 4; ++g) {
+          for (std::size_t x = 0; x < V; ++x) {
+            const ibatch lanes = group_lanes(codes + (g * NR + x * W) * 4);
+            put(4 * g, x, lane_values<0>(lanes));
+            put(4 * g + 1, x, lane_values<1>(lanes));
+            put(4 * g + 2, x, lane_values<2>(lanes));
+            put(4 * g + 3, x, lane_values<3>(lanes));
+            if constexpr (std::is_same_v<Q, Q4_0>) {
+              put(16 + 4 * g, x, lane_values<0, true>(lanes));
+              put(16 + 4 * g + 1, x, lane_values<1, true>(lanes));
+              put(16 + 4 * g + 2, x, lane_values<2, true>(lanes));
+              put(16 + 4 * g + 3, x, lane_values<3, true>(lanes));
+            }
           }
         }
       }
+    }
+  }
+
+  // NOTE: with Options::quantise_query, Q K^T on AVX-512 VNNI is integer dot products, as ggml's
+  // q8_0 x q8_0: vpdpbusd multiplies 4 unsigned bytes by 4 signed ones and adds the 4 products to
+  // a 32-bit lane, 64 products an instruction against an FMA's 16. K's codes go unsigned by an
+  // offset (Q8_0: + 128, the sign bit flipped; Q4_0: its nibbles, code + 8 already), which adds
+  // offset x (sum of the query's codes) to each dot product: the lane starts at minus that. A
+  // block's integer dot product is exact (at most 32 x 255 x 127 < 2^24, so its conversion is
+  // too); it is scaled by the key's scale times the query block's (two float16 values: exact) and
+  // added to the score, one rounding per block where float32 FMAs round 32 times.
+  static bool integer_dot() {
+    if constexpr (W != 16) {
+      return false;
+    } else {
+      static const bool available =
+          __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
+      return available;
+    }
+  }
+  static constexpr int kCodeOffset = std::is_same_v<Q, Q8_0> ? 128 : 8;
+  // Registers: rows x vectors integer and float accumulators, each vector's codes (Q4_0: both
+  // nibbles) and scale.
+  static constexpr std::size_t int_vectors(std::size_t rows) {
+    constexpr std::size_t code_registers = std::is_same_v<Q, Q4_0> ? 2 : 1;
+    for (std::size_t v : {4, 2})
+      if (2 * rows * v + (code_registers + 1) * v + 1 <= S::kRegisters) return v;
+    return 1;
+  }
+
+  // S[r][keys of vectors first..first + V) = q_r . K^T for R query rows given as q8_0 blocks
+  // (codes `qc`, scales `qs`, code sums `qsum`; row r's at r x nb blocks), the panels at kt.
+  template <std::size_t R, std::size_t V>
+  __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void score_tile_int8(
+      const std::int8_t* qc, const float* qs, const std::int32_t* qsum, std::size_t d,
+      const std::uint8_t* kt, std::size_t first, float* s, std::size_t s_stride) {
+    const std::size_t nb = blocks(d), row = row_bytes(d);
+    const std::uint8_t* at[V];
+    std::size_t half[V];
+    for (std::size_t x = 0; x < V; ++x) {
+      at[x] = kt + (first + x) / 2 * NR * row;
+      half[x] = (first + x) % 2 * 16;
+    }
+    __m512 f[R][V];
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t x = 0; x < V; ++x) f[r][x] = _mm512_setzero_ps();
+    const __m512i low_nibbles = _mm512_set1_epi8(15), sign = _mm512_set1_epi8(char(0x80));
+    for (std::size_t b = 0; b < nb; ++b) {
+      __m512i acc[R][V];
+      for (std::size_t r = 0; r < R; ++r) {
+        const __m512i start = _mm512_set1_epi32(-kCodeOffset * qsum[r * nb + b]);
+        for (std::size_t x = 0; x < V; ++x) acc[r][x] = start;
+      }
+      const std::int8_t* q_block = qc + b * kQuantBlock;
+      auto word = [&](std::size_t r, std::size_t w) {  // query codes 4w..4w+3 of row r
+        std::int32_t v;
+        std::memcpy(&v, q_block + r * nb * kQuantBlock + 4 * w, sizeof v);
+        return _mm512_set1_epi32(v);
+      };
+      for (std::size_t g = 0; g < Q::kCodeBytes / 4; ++g) {
+        for (std::size_t x = 0; x < V; ++x) {
+          const __m512i k =
+              _mm512_loadu_si512(at[x] + b * NR * kBlockBytes + 2 * NR + (g * NR + half[x]) * 4);
+          if constexpr (std::is_same_v<Q, Q8_0>) {
+            const __m512i ku = _mm512_xor_si512(k, sign);
+            for (std::size_t r = 0; r < R; ++r)
+              acc[r][x] = _mm512_dpbusd_epi32(acc[r][x], ku, word(r, g));
+          } else {
+            const __m512i lo = _mm512_and_si512(k, low_nibbles);
+            const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(k, 4), low_nibbles);
+            for (std::size_t r = 0; r < R; ++r) {
+              acc[r][x] = _mm512_dpbusd_epi32(acc[r][x], lo, word(r, g));
+              acc[r][x] = _mm512_dpbusd_epi32(acc[r][x], hi, word(r, 4 + g));
+            }
+          }
+        }
+      }
+      for (std::size_t x = 0; x < V; ++x) {
+        const __m512 scale = _mm512_cvtph_ps(_mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(at[x] + b * NR * kBlockBytes + half[x] * 2)));
+        for (std::size_t r = 0; r < R; ++r) {
+          const __m512 both = _mm512_mul_ps(scale, _mm512_set1_ps(qs[r * nb + b]));
+          f[r][x] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][x]), both, f[r][x]);
+        }
+      }
+    }
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t x = 0; x < V; ++x)
+        _mm512_store_ps(s + r * s_stride + (first + x) * W, f[r][x]);
+  }
+
+  // The rows' scores against `panels` panels at kt on integer dot products (integer_dot()), the
+  // rows' q8_0 blocks as score_tile_int8 takes them.
+  static void score_rows_int8(std::size_t rows, const std::int8_t* qc, const float* qs,
+                              const std::int32_t* qsum, std::size_t d, const std::uint8_t* kt,
+                              std::size_t panels, float* s, std::size_t s_stride) {
+    if constexpr (W == 16) {
+      S::with_rows(rows, [&](auto r) {
+        constexpr std::size_t R = decltype(r)::value, V = int_vectors(R);
+        const std::size_t vectors = 2 * panels;
+        std::size_t x = 0;
+        for (; x + V <= vectors; x += V) score_tile_int8<R, V>(qc, qs, qsum, d, kt, x, s, s_stride);
+        if constexpr (V > 2) {
+          for (; x + 2 <= vectors; x += 2)
+            score_tile_int8<R, 2>(qc, qs, qsum, d, kt, x, s, s_stride);
+        }
+        if constexpr (V > 1) {
+          if (x < vectors) score_tile_int8<R, 1>(qc, qs, qsum, d, kt, x, s, s_stride);
+        }
+      });
     }
   }
 

@@ -176,6 +176,27 @@ void quantize_row(const float* x, float* out, std::size_t n) {
   }
 }
 
+// One query row of n values quantised as q8_0 (Options::quantise_query, as ggml quantises the
+// query for its q8_0 and q4_0 dot products): per block of 32 its codes (zeros past n), its scale
+// (the float16's value) and the sum of its codes; the rounded values, codes times scale, to
+// `rounded` (as quantize_row<Q8_0> gives them).
+inline void quantise_query_row(const float* x, std::size_t n, std::int8_t* codes, float* scales,
+                               std::int32_t* sums, float* rounded) {
+  for (std::size_t b = 0; b * kQuantBlock < n; ++b) {
+    std::uint16_t scale;
+    std::uint8_t c[kQuantBlock];
+    quantize_block<Q8_0>(x, n, b, scale, c);
+    scales[b] = half_value(scale);
+    std::int32_t sum = 0;
+    for (std::size_t i = 0; i < kQuantBlock; ++i) {
+      codes[b * kQuantBlock + i] = static_cast<std::int8_t>(c[i]);
+      sum += static_cast<std::int8_t>(c[i]);
+      if (b * kQuantBlock + i < n) rounded[b * kQuantBlock + i] = Q8_0::value(scales[b], c, i);
+    }
+    sums[b] = sum;
+  }
+}
+
 // x as stored in T.
 inline float store_as(float x, const float*) { return x; }
 inline Half store_as(float x, const Half*) { return Half{half_bits(x)}; }

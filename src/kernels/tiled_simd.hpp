@@ -207,12 +207,22 @@ struct TiledSimd : Simd<Arch> {
         const std::size_t run_keys = max_of(1, min_of(Bc, l1_floats / dp));
         if constexpr ((Phases & kScorePhase) != 0) {
           const std::size_t panels = (bc + S::NR - 1) / S::NR;
+          const bool integer = head.q_codes != nullptr && Quant::integer_dot();
+          const std::size_t nb = query_blocks(d);
           for (std::size_t p0 = 0; p0 < panels; p0 += chunk_panels) {
             const std::size_t np = min_of(chunk_panels, panels - p0);
-            Quant::widen_panels(Quant::panels(head.kv_packed, j0 + p0 * S::NR, d), np, d, kt_wide);
+            const std::uint8_t* kp = Quant::panels(head.kv_packed, j0 + p0 * S::NR, d);
+            if (!integer) Quant::widen_panels(kp, np, d, kt_wide);
             for (std::size_t g = 0; g < br; g += group) {
-              S::score_rows(min_of(group, br - g), head.q + (i0 + g) * d, d, kt_wide, np,
-                            s_tile + g * Ss + p0 * S::NR, Ss);
+              const std::size_t i = i0 + g;
+              float* s = s_tile + g * Ss + p0 * S::NR;
+              if (integer) {
+                Quant::score_rows_int8(min_of(group, br - g), head.q_codes + i * nb * kQuantBlock,
+                                       head.q_scales + i * nb, head.q_sums + i * nb, d, kp, np, s,
+                                       Ss);
+              } else {
+                S::score_rows(min_of(group, br - g), head.q + i * d, d, kt_wide, np, s, Ss);
+              }
             }
           }
         }

@@ -129,6 +129,23 @@ class KvDtype(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"k.*nan.*finite values only"):
             attnbench.attention(q, bad, v, kv_dtype="q8_0")
 
+    def test_quantised_query_matches_float64_reference_on_the_rounded_query(self):
+        # quantise_query: Q rounded to q8_0 as well (ggml's way), Q K^T on those values; decode
+        # shapes (one row a head, grouped heads) take integer dot products on AVX-512 VNNI.
+        for dtype in QUANTISED:
+            for qs, ks in [((8, 1, 64), (2, 300, 64)), ((4, 3, 70), (4, 90, 70)), ((50, 64), (200, 64))]:
+                q, k, v = normal(*qs, seed=11), normal(*ks, seed=12), normal(*ks, seed=13)
+                want = reference(quantised(q, "q8_0"), rounded(k, dtype), rounded(v, dtype), False)
+                o = attnbench.attention(q, k, v, kv_dtype=dtype, quantise_query=True)
+                np.testing.assert_allclose(o, want, atol=2e-6, err_msg=f"{dtype} {qs} {ks}")
+                cache = attnbench.KvCache(ks[0] if len(ks) == 3 else 1, ks[-1], ks[-2], kv_dtype=dtype)
+                cache.append(k if len(ks) == 3 else k[None], v if len(ks) == 3 else v[None])
+                if len(qs) == 3:
+                    self.assertTrue(np.array_equal(bits(cache.attention(q, quantise_query=True)), bits(o)))
+        q, k, v = normal(2, 64, seed=1), normal(9, 64, seed=2), normal(9, 64, seed=3)
+        with self.assertRaisesRegex(ValueError, r"quantise_query.*needs K stored quantised"):
+            attnbench.attention(q, k, v, kv_dtype="f16", quantise_query=True)
+
     def test_16_bit_storage_rounds_k_and_v(self):
         # Not the float32 result: the rounding is real (and the rounded reference above is met).
         q, k, v = normal(8, 32, seed=4), normal(64, 32, seed=5), normal(64, 32, seed=6)

@@ -149,8 +149,11 @@ def _point(name: str, entries: list) -> DecodePoint:
 
 # The types points' counters: each type's median call and GB/s, the 16-bit types' speedups over f32
 # (the median over rounds of the ratio within a round), and the rounds.
-TYPES_COUNTERS = tuple(f"{m}_{t}" for m in ("us", "gbs", "gflops") for t in TYPES) + tuple(
-    f"speedup_{t}" for t in TYPES[1:]) + ("rounds",)
+# The types points' further columns: the quantised types with the query quantised too
+# (Options::quantise_query: ggml's q8_0 query, integer Q K^T on AVX-512 VNNI), from the same caches.
+QUERY_QUANTISED = ("q8_0_q8", "q4_0_q8")
+TYPES_COUNTERS = tuple(f"{m}_{t}" for m in ("us", "gbs", "gflops") for t in TYPES + QUERY_QUANTISED) + tuple(
+    f"speedup_{t}" for t in TYPES[1:] + QUERY_QUANTISED) + ("rounds",)
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,12 @@ from ..analysis import decode as ad
 from .. import formatting as fmt
 from ..document import Bullets, Document, Paragraph, Table
 from ..load.results import kernel_sort_key
-from ..load.decode import HEAD_DIM, TYPES
+from ..load.decode import HEAD_DIM, QUERY_QUANTISED, TYPES
 
 TITLE = "Decoding against a KV cache"
 FIGURES = ("fig11_decode_time_per_token", "fig12_decode_bandwidth")
-TYPE_NAMES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "q8_0": "q8_0", "q4_0": "q4_0"}
+TYPE_NAMES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "q8_0": "q8_0", "q4_0": "q4_0",
+              "q8_0_q8": "q8_0 (query q8_0)", "q4_0_q8": "q4_0 (query q8_0)"}
 
 
 def _measured(window) -> bool:
@@ -205,8 +206,9 @@ def _by_turns(s, points: list, what: str, title: str, shape: dict, cell, unit: s
         return
     several = len({p.kernel for p in measured}) > 1
     # the types the points called (a run from before the quantised types has three)
-    types = [t for t in TYPES if any(math.isfinite(p.median.get(f"us_{t}", math.nan)) for p in measured)]
-    narrow = [t for t in ad.NARROW if t in types]
+    types = [t for t in TYPES + QUERY_QUANTISED
+             if any(math.isfinite(p.median.get(f"us_{t}", math.nan)) for p in measured)]
+    narrow = [t for t in ad.NARROW + QUERY_QUANTISED if t in types]
     body = []
     for p in measured:
         cells = ([fmt.code(p.kernel)] if several else []) + [f(p) for f in shape.values()]
@@ -229,10 +231,32 @@ def _call_by_call(s, window) -> None:
                "threads": lambda p: str(p.threads)},
               lambda p, t: f"{fmt.us(p.median.get(f'us_{t}', math.nan))} · "
                            f"{fmt.sig(p.median.get(f'gbs_{t}', math.nan))} GB/s", "µs · GB/s",
-              ": each round calls fp32, fp16 and bf16 once on the same shape, and a speedup is the median over "
-              "rounds of fp32's time over the type's within a round, so both sides share the host's minute; CV over "
-              "the repetitions. Where the window has one, the target below reads it instead of the decode points' "
+              ": each round calls every storage type once on the same shape (and q8_0 and q4_0 again with the query "
+              "quantised to q8_0, ggml's way: integer Q Kᵀ where the CPU has AVX-512 VNNI), and a speedup is the median "
+              "over rounds of fp32's time over the type's within a round, so both sides share the host's minute; CV "
+              "over the repetitions. Where the window has one, the target below reads it instead of the decode points' "
               "medians above.")
+    _quantised_query(s, window.types)
+
+
+def _quantised_query(s, points) -> None:
+    """What quantising the query bought the quantised caches: each one's time over its time with a float32
+    query, and against fp16, from the same rounds."""
+    parts = []
+    for plain, quantised in zip(("q8_0", "q4_0"), QUERY_QUANTISED):
+        pairs = [(p.median.get(f"us_{plain}", math.nan) / p.median.get(f"us_{quantised}", math.nan),
+                  p.median.get(f"us_f16", math.nan) / p.median.get(f"us_{quantised}", math.nan))
+                 for p in points if not p.error and p.family == "decode"]
+        pairs = [(a, b) for a, b in pairs if math.isfinite(a) and math.isfinite(b)]
+        if pairs:
+            gain, over = [a for a, _ in pairs], [b for _, b in pairs]
+            parts.append(f"{plain} {fmt.ratio(float(np.median(gain)))} ({_range(gain, fmt.ratio)}) faster, "
+                         f"{fmt.ratio(float(np.median(over)))} fp16's speed ({_range(over, fmt.ratio)})")
+    if parts:
+        s.add(Paragraph("With the query quantised too, over the decode types points (medians, ranges): "
+                        + "; ".join(parts) + ". The scores then cost integer dot products, 64 products an "
+                        "instruction where the CPU has AVX-512 VNNI; what remains is V's dequantisation to "
+                        "float32 before its FMAs, as many conversions per value as before."))
 
 
 def _bandwidth_bound(s, window, name: str) -> None:
