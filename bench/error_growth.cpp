@@ -121,14 +121,17 @@ void print_table(const char* title, const std::vector<Column>& columns, const ch
   std::printf("\n");
 }
 
-// max |oracle(K, V rounded to type) - oracle(K, V)| over the output, in units of u * Vmax.
-Measured rounding_shift(const Problem& p, attnbench::KvType type) {
+// max |oracle(K, V rounded to type) - oracle(K, V)| over the output, in units of u * Vmax; with
+// `query`, Q rounded to q8_0 as well (Options::quantise_query).
+Measured rounding_shift(const Problem& p, attnbench::KvType type, bool query = false) {
   attnbench::testing::Problem r = p;
   const std::size_t d = p.shape.head_dim;
   for (auto* t : {&r.k, &r.v}) {
     for (std::size_t row = 0; row < t->size(); row += d)
       attnbench::round_row(type, t->data() + row, t->data() + row, d);
   }
+  for (std::size_t row = 0; query && row < r.q.size(); row += d)
+    attnbench::round_row(attnbench::KvType::q8_0, r.q.data() + row, r.q.data() + row, d);
   const std::vector<double> moved = attnbench::testing::oracle(r);
   Measured m;
   for (std::size_t i = 0; i < moved.size(); ++i)
@@ -164,6 +167,10 @@ int main(int argc, char** argv) {
     for (attnbench::KvType t : {attnbench::KvType::f16, attnbench::KvType::bf16,
                                 attnbench::KvType::q8_0, attnbench::KvType::q4_0})
       by_type[std::string("storage ") + std::string(to_string(t))].push_back(rounding_shift(p, t));
+    for (attnbench::KvType t : {attnbench::KvType::q8_0, attnbench::KvType::q4_0}) {
+      by_type[std::string("storage ") + std::string(to_string(t)) + ", query q8_0"].push_back(
+          rounding_shift(p, t, true));
+    }
   }
   for (int s : stds) {
     const Problem p = make_problem(q_len, std_at, d, float(s), values == "normal");
@@ -180,9 +187,10 @@ int main(int argc, char** argv) {
   std::snprintf(title, sizeof title, "Error against score size (n = %zu):", std_at);
   print_table(title, stds, "std", by_std);
   std::printf(
-      "\nHow far K and V stored as float16 / bfloat16 / q8_0 / q4_0 move the exact output (float64 "
-      "oracle on the "
-      "rounded values against it on the originals; same units):\n");
+      "\nHow far K and V stored as float16 / bfloat16 / q8_0 / q4_0 (and, for the quantised types, "
+      "Q "
+      "rounded to q8_0 too: quantise_query) move the exact output (float64 oracle on the rounded "
+      "values against it on the originals; same units):\n");
   print_table("Storage rounding against key length:", lengths, "n =", by_type);
   return 0;
 }

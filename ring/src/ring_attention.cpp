@@ -8,12 +8,10 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <stdexcept>
-#include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
-
 
 namespace attnbench::ring {
 namespace {
