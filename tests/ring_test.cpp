@@ -27,15 +27,10 @@ std::size_t rank() {
 
 const Kernel& kernel() { return *find_kernel("tiled/simd"); }
 
-// Rows of rank r's spans out of a global [heads][n][width] tensor, in the rank's local order.
+// Rank r's rows of a global tensor (ring::local_rows, this communicator).
 std::vector<float> local_rows(const std::vector<float>& global, std::size_t heads, std::size_t n,
                               std::size_t width, std::size_t r, bool causal) {
-  std::vector<float> out;
-  for (std::size_t h = 0; h < heads; ++h)
-    for (const KeySpan& s : ring::local_spans(n, ranks(), r, causal))
-      out.insert(out.end(), global.begin() + std::ptrdiff_t((h * n + s.begin) * width),
-                 global.begin() + std::ptrdiff_t((h * n + s.end) * width));
-  return out;
+  return ring::local_rows(global.data(), heads, n, width, ranks(), r, causal);
 }
 
 // Every rank's local [heads][local_len][width] rows put back in their global places.
@@ -50,18 +45,9 @@ std::vector<float> gather_global(const std::vector<float>& local, std::size_t he
   MPI_Allgatherv(local.data(), int(local.size()), MPI_FLOAT, all.data(), counts.data(),
                  offsets.data(), MPI_FLOAT, MPI_COMM_WORLD);
   std::vector<float> global(heads * n * width);
-  for (int r = 0; r < p; ++r) {
-    const std::size_t len = ring::local_len(n, ranks(), std::size_t(r), causal);
-    std::size_t at = std::size_t(offsets[r]);
-    for (std::size_t h = 0; h < heads; ++h) {
-      for (const KeySpan& s : ring::local_spans(n, ranks(), std::size_t(r), causal)) {
-        std::copy_n(all.begin() + std::ptrdiff_t(at), s.size() * width,
-                    global.begin() + std::ptrdiff_t((h * n + s.begin) * width));
-        at += s.size() * width;
-      }
-    }
-    (void)len;
-  }
+  for (int r = 0; r < p; ++r)
+    ring::place_rows(all.data() + offsets[r], heads, n, width, ranks(), std::size_t(r), causal,
+                     global.data());
   return global;
 }
 

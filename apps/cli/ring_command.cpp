@@ -28,15 +28,10 @@ std::size_t ranks_here() {
   return std::size_t(p);
 }
 
-// Rank `r`'s rows out of a whole [heads][n][width] tensor, in its local order (ring::local_spans).
+// Rank r's rows of a whole tensor (ring::local_rows, this communicator).
 std::vector<float> local_rows(const std::vector<float>& all, std::size_t heads, std::size_t n,
                               std::size_t width, std::size_t r, bool causal) {
-  std::vector<float> out;
-  for (std::size_t h = 0; h < heads; ++h)
-    for (const KeySpan& s : ring::local_spans(n, ranks_here(), r, causal))
-      out.insert(out.end(), all.begin() + std::ptrdiff_t((h * n + s.begin) * width),
-                 all.begin() + std::ptrdiff_t((h * n + s.end) * width));
-  return out;
+  return ring::local_rows(all.data(), heads, n, width, ranks_here(), r, causal);
 }
 
 // Every rank's rows, back in their places on rank 0 (empty elsewhere).
@@ -52,16 +47,8 @@ std::vector<float> gather_rows(const std::vector<float>& local, std::size_t head
               MPI_FLOAT, 0, MPI_COMM_WORLD);
   if (rank_here() != 0) return whole;
   whole.resize(all.size());
-  for (std::size_t r = 0; r < p; ++r) {
-    std::size_t at = std::size_t(offsets[r]);
-    for (std::size_t h = 0; h < heads; ++h) {
-      for (const KeySpan& s : ring::local_spans(n, p, r, causal)) {
-        std::copy_n(all.begin() + std::ptrdiff_t(at), s.size() * width,
-                    whole.begin() + std::ptrdiff_t((h * n + s.begin) * width));
-        at += s.size() * width;
-      }
-    }
-  }
+  for (std::size_t r = 0; r < p; ++r)
+    ring::place_rows(all.data() + offsets[r], heads, n, width, p, r, causal, whole.data());
   return whole;
 }
 

@@ -267,6 +267,27 @@ void exchange(const Ring& ring, const float* out, float* in, std::size_t floats,
 
 void on_every_rank(MPI_Comm comm, const std::function<void()>& f) { agree(comm, attempt(f)); }
 
+std::vector<float> local_rows(const float* whole, std::size_t heads, std::size_t seq_len,
+                              std::size_t width, std::size_t ranks, std::size_t rank, bool causal) {
+  std::vector<float> out;
+  out.reserve(heads * local_len(seq_len, ranks, rank, causal) * width);
+  for (std::size_t h = 0; h < heads; ++h)
+    for (const KeySpan& s : local_spans(seq_len, ranks, rank, causal))
+      out.insert(out.end(), whole + (h * seq_len + s.begin) * width,
+                 whole + (h * seq_len + s.end) * width);
+  return out;
+}
+
+void place_rows(const float* local, std::size_t heads, std::size_t seq_len, std::size_t width,
+                std::size_t ranks, std::size_t rank, bool causal, float* whole) {
+  for (std::size_t h = 0; h < heads; ++h) {
+    for (const KeySpan& s : local_spans(seq_len, ranks, rank, causal)) {
+      std::copy_n(local, s.size() * width, whole + (h * seq_len + s.begin) * width);
+      local += s.size() * width;
+    }
+  }
+}
+
 std::vector<KeySpan> local_spans(std::size_t seq_len, std::size_t ranks, std::size_t rank,
                                  bool causal) {
   if (!causal) return {piece(seq_len, ranks, rank)};

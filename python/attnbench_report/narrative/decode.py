@@ -12,15 +12,12 @@ from .. import analysis
 from ..analysis import decode as ad
 from .. import formatting as fmt
 from ..document import Bullets, Document, Paragraph, Table
-from ..load.results import kernel_sort_key
-from ..load.decode import HEAD_DIM, QUERY_QUANTISED, TYPES
+from ..load.decode import TYPES
+from .decode_turns import TYPE_NAMES, call_by_call, prefill_by_turns
+from .decode_turns import value_range as _range
 
 TITLE = "Decoding against a KV cache"
 FIGURES = ("fig11_decode_time_per_token", "fig12_decode_bandwidth")
-TYPE_NAMES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "q8_0": "q8_0", "q4_0": "q4_0",
-              "q8_0_q8": "q8_0 (query q8_0)", "q4_0_q8": "q4_0 (query q8_0)"}
-
-
 def _measured(window) -> bool:
     return window is not None and len(ad.decode(window)) > 0
 
@@ -41,11 +38,6 @@ def _where(window, p) -> str:
 
 def _pct(x: float) -> str:
     return fmt.pct(x, 0)
-
-
-def _range(values, form) -> str:
-    low, high = min(values), max(values)
-    return form(low) if form(low) == form(high) else f"{form(low)} to {form(high)}"
 
 
 def summary_item(window) -> str | None:
@@ -95,8 +87,8 @@ def section(doc: Document, window, figures: dict) -> None:
         s.add(Paragraph(f"`{window.path.name}` lies next to the results but holds no measured decode point, so "
                         "there is nothing to read against the bandwidth, and issue 15's targets, which need them, "
                         "cannot be read."))
-        _call_by_call(s, window)
-        _prefill_by_turns(s, window)
+        call_by_call(s, window)
+        prefill_by_turns(s, window)
         return
     name = ad.kernel(window)
     _intro(s, window, name)
@@ -106,7 +98,7 @@ def section(doc: Document, window, figures: dict) -> None:
                          "measured triad bandwidth; dash-dotted: the L2 of the threads' cores and the L3; stars: the "
                          "generation loop's median step at the cache length of its middle step."))
     _table(s, window)
-    _call_by_call(s, window)
+    call_by_call(s, window)
     _bandwidth_bound(s, window, name)
     _caches(s, window, name)
     _fixed_costs(s, window, name)
@@ -189,74 +181,6 @@ def _table(s, window) -> None:
     s.add(Table(header, body, align=align, caption="Decode points (medians): time per token, GB/s of K/V and share "
                 "of the triad per storage type, where the K/V fit (per type, fp32 first), and each narrower type's "
                 "speed over fp32 (fp32's time over its):"))
-
-
-def _by_turns(s, points: list, what: str, title: str, shape: dict, cell, unit: str, caption: str) -> None:
-    """A table of types points (the storage types called by turns), or the failures alone: `shape` maps
-    each column naming the point's shape to its cell, `cell(p, t)` is type t's median call and rate
-    (headed `unit`); `caption` follows `title`."""
-    measured = sorted((p for p in points if not p.error),
-                      key=lambda p: (kernel_sort_key(p.kernel), p.layout, p.rows, p.kv, p.threads))
-    failed = [p for p in points if p.error]
-    failures = (f" {len(failed)} {what} point(s) measured nothing: " + "; ".join(f"{p.name}: {p.error}" for p in failed)
-                if failed else "")
-    if not measured:
-        if failed:
-            s.add(Paragraph(title + ":" + failures))
-        return
-    several = len({p.kernel for p in measured}) > 1
-    # the types the points called (a run from before the quantised types has three)
-    types = [t for t in TYPES + QUERY_QUANTISED
-             if any(math.isfinite(p.median.get(f"us_{t}", math.nan)) for p in measured)]
-    narrow = [t for t in ad.NARROW + QUERY_QUANTISED if t in types]
-    body = []
-    for p in measured:
-        cells = ([fmt.code(p.kernel)] if several else []) + [f(p) for f in shape.values()]
-        cells += [cell(p, t) for t in types]
-        cells += [f"{fmt.ratio(p.speedup(t))} (CV {fmt.pct(100 * p.noise(t), 1)})" for t in narrow]
-        rounds = p.median.get("rounds", math.nan)
-        cells.append(fmt.count(rounds) if math.isfinite(rounds) else "n/a")
-        body.append(cells)
-    header = (["kernel"] if several else []) + list(shape)
-    header += [f"{TYPE_NAMES[t]}: {unit}" for t in types] + [f"{TYPE_NAMES[t]} over fp32" for t in narrow]
-    header.append("rounds")
-    align = ("l" if several else "") + "".join("l" if column == "layout" else "r" for column in shape)
-    s.add(Table(header, body, align=align + "r" * (len(header) - len(align)), caption=title + caption + failures))
-
-
-def _call_by_call(s, window) -> None:
-    """The decode types points: each 16-bit type's speed over fp32 with both sides called in one round."""
-    _by_turns(s, window.types, "types", "The storage types called by turns (`types/` points)",
-              {"layout": lambda p: p.layout, "rows": lambda p: str(p.rows), "kv": lambda p: fmt.count(p.kv),
-               "threads": lambda p: str(p.threads)},
-              lambda p, t: f"{fmt.us(p.median.get(f'us_{t}', math.nan))} · "
-                           f"{fmt.sig(p.median.get(f'gbs_{t}', math.nan))} GB/s", "µs · GB/s",
-              ": each round calls every storage type once on the same shape (and q8_0 and q4_0 again with the query "
-              "quantised to q8_0, ggml's way: integer Q Kᵀ where the CPU has AVX-512 VNNI), and a speedup is the median "
-              "over rounds of fp32's time over the type's within a round, so both sides share the host's minute; CV "
-              "over the repetitions. Where the window has one, the target below reads it instead of the decode points' "
-              "medians above.")
-    _quantised_query(s, window.types)
-
-
-def _quantised_query(s, points) -> None:
-    """What quantising the query bought the quantised caches: each one's time over its time with a float32
-    query, and against fp16, from the same rounds."""
-    parts = []
-    for plain, quantised in zip(("q8_0", "q4_0"), QUERY_QUANTISED):
-        pairs = [(p.median.get(f"us_{plain}", math.nan) / p.median.get(f"us_{quantised}", math.nan),
-                  p.median.get(f"us_f16", math.nan) / p.median.get(f"us_{quantised}", math.nan))
-                 for p in points if not p.error and p.family == "decode"]
-        pairs = [(a, b) for a, b in pairs if math.isfinite(a) and math.isfinite(b)]
-        if pairs:
-            gain, over = [a for a, _ in pairs], [b for _, b in pairs]
-            parts.append(f"{plain} {fmt.ratio(float(np.median(gain)))} ({_range(gain, fmt.ratio)}) faster, "
-                         f"{fmt.ratio(float(np.median(over)))} fp16's speed ({_range(over, fmt.ratio)})")
-    if parts:
-        s.add(Paragraph("With the query quantised too, over the decode types points (medians, ranges): "
-                        + "; ".join(parts) + ". The scores then cost integer dot products, 64 products an "
-                        "instruction where the CPU has AVX-512 VNNI; what remains is V's dequantisation to "
-                        "float32 before its FMAs, as many conversions per value as before."))
 
 
 def _bandwidth_bound(s, window, name: str) -> None:
@@ -458,20 +382,7 @@ def _generation(s, window, name: str) -> None:
 
 def _prefill(s, window, name: str) -> None:
     _prefill_points(s, window, name)
-    _prefill_by_turns(s, window)
-
-
-def _prefill_by_turns(s, window) -> None:
-    """The prefill types points: each 16-bit type's prefill speed over fp32's, both called in one round."""
-    _by_turns(s, window.prefill_types, "prefill types",
-              f"Prefill, the storage types called by turns (`types/.../prefill:N` points, d = {HEAD_DIM})",
-              {"n": lambda p: fmt.count(p.rows), "threads": lambda p: str(p.threads)},
-              lambda p, t: f"{fmt.ms(p.median.get(f'us_{t}', math.nan) / 1e3)} · "
-                           f"{fmt.sig(p.median.get(f'gflops_{t}', math.nan))}", "time · GFLOP/s",
-              ": each round fills each type's own empty cache and runs the causal prefill once, fp32, fp16 and "
-              "bf16 by turns, and a ratio is the median over rounds of fp32's time over the type's within a round; "
-              "CV over the repetitions. Where the window has one, the prefill target below reads it instead of the "
-              "prefill points' medians.")
+    prefill_by_turns(s, window)
 
 
 def _prefill_points(s, window, name: str) -> None:

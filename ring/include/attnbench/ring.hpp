@@ -25,6 +25,14 @@ std::vector<KeySpan> local_spans(std::size_t seq_len, std::size_t ranks, std::si
 // The rows rank `rank` holds: the sum of its spans.
 std::size_t local_len(std::size_t seq_len, std::size_t ranks, std::size_t rank, bool causal);
 
+// Rank `rank`'s rows of a whole [heads][seq_len][width] tensor (Q, K, V, O, dO; LSE with width
+// 1), in its local order: what it passes to ring_attention. place_rows puts them back: the local
+// rows `local` of rank `rank` into their places in `whole`.
+std::vector<float> local_rows(const float* whole, std::size_t heads, std::size_t seq_len,
+                              std::size_t width, std::size_t ranks, std::size_t rank, bool causal);
+void place_rows(const float* local, std::size_t heads, std::size_t seq_len, std::size_t width,
+                std::size_t ranks, std::size_t rank, bool causal, float* whole);
+
 // Runs f on every rank of `comm`, a collective call: when f throws on any rank, every rank throws
 // the lowest such rank's exception (an Error keeps its field, prefixed "rank R: ", and value; any
 // other exception becomes a std::runtime_error "rank R: <message>"), so that no rank is left
