@@ -7,8 +7,9 @@
 # two runs compare with compare.py (see README), the contenders' windows in DIR/contenders.json and
 # DIR/python_contenders.json, the decode window in DIR/decode.json, the long-context window in
 # DIR/context.json, the scaling window in
-# DIR/scaling.json, the phases window in DIR/phases.json, the machine constants measured again
-# after them all in DIR/constants.json; the report is written next to them.
+# DIR/scaling.json, the phases window in DIR/phases.json, the ring window in DIR/ring_window.json
+# (built with MPI), the machine constants measured again after them all in DIR/constants.json; the
+# report is written next to them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -110,6 +111,15 @@ build/bin/attnbench_bench --preset="$preset" --phases \
   --benchmark_out="$out/phases.json" --benchmark_out_format=json \
   "${extra[@]}" | tee "$out/phases_console.txt"
 took phases
+# The ring window (bench/ring_window.py): ring attention over MPI, one rank against two ranks of one
+# thread and one rank of two oneTBB threads, by turns; left out, saying so, when the build has no MPI.
+start=$(date +%s)
+if build/bin/attnbench ring --help >/dev/null 2>&1 && command -v mpirun >/dev/null; then
+  "$python" bench/ring_window.py --cli build/bin/attnbench --preset "$preset" --out "$out" > "$out/ring_console.txt"
+else
+  echo "study: no ring window: this build has no MPI (ring/ is built when CMake finds Open MPI)"
+fi
+took ring
 # The cost model's machine constants once more, after every window (the matrix's context has the
 # first reading): a shared host may have been slow in that minute, and the model takes the faster
 # reading of each constant (python/attnbench_report/load/machine_constants.py).

@@ -8,7 +8,9 @@ into DIR), with fig9 and fig10 and the section "The backward pass" when the run 
 section "Against the alternatives" and its figure fig8_contenders; with the decode window next to it
 (decode.json), the section "Decoding against a KV cache" and its figures fig11 and fig12; with the
 scaling window next to it (scaling.json), the section "Thread scaling in rounds"; with the
-long-context window (context.json), the section "How long context is bought" and fig14; when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
+long-context window (context.json), the section "How long context is bought" and fig14; with the
+ring window (ring_window.json, bench/ring_window.py), the section "Beyond one machine: ring attention
+over MPI" and fig15; when a demos.json (`attnbench demo all --json`) lies next to the JSON, a Concepts
 section too, with its figures concepts_*. Several runs: a side-by-side comparison of machines or
 commits (GFLOP/s at the points the runs share, with ratios, and figures overlaying the runs),
 written to a compare-* folder in the first run's folder (or into DIR). Run with the project's Python
@@ -35,6 +37,7 @@ from .figures import gflops as fig_gflops
 from .figures import heatmap as fig_heatmap
 from .figures import memory as fig_memory
 from .figures import model as fig_model
+from .figures import ring as fig_ring
 from .figures import roofline as fig_roofline
 from .figures import speedup as fig_speedup
 from .figures import threads as fig_threads
@@ -43,6 +46,7 @@ from .load import context as loader_context
 from .load import decode as loader_decode
 from .load import demos
 from .load import results as loader
+from .load import ring as loader_ring
 from .load import windows as load_windows
 
 PROG = "attnbench-report"
@@ -82,6 +86,10 @@ def single_report(table: loader.Table, out_dir: Path) -> list:
         written = fig_context.draw(context, threads_all(table), table.runs[0].context.get("cpu_model", ""),
                                    out_dir)
         figures[written.stem] = written
+    ring = load_beside(loader_ring.load_next_to, table.runs[0].path, "its ring section")
+    if ring is not None:
+        written = fig_ring.draw(ring, out_dir)
+        figures[written.stem] = written
     model = cost_model.build(table)
     extra = []
     if model.predictions:  # the cost model: its figure and model.json
@@ -90,7 +98,7 @@ def single_report(table: loader.Table, out_dir: Path) -> list:
         extra.append(cost_model.write_json(model, out_dir))
     phases = load_beside(cost_model.load_phases, table.runs[0], "the measured phases") or []
     document = narrative.build(table, figures, concepts, windows, decode, load_scaling(table.runs[0].path), model,
-                               phases, context)
+                               phases, context, ring)
     md = render.write_markdown(document, out_dir)
     page = render.write_html(document, out_dir)
     return [md, page] + [f for fig in figures.values() for f in (fig.png, fig.svg)] + extra

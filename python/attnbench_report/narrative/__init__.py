@@ -24,6 +24,7 @@ from ..narrative import decode as narrative_decode
 from ..narrative import method as narrative_method
 from ..narrative import model as narrative_model
 from ..narrative import overview as narrative_overview
+from ..narrative import ring as narrative_ring
 from ..narrative import shapes as narrative_shapes
 from ..narrative import throughput as narrative_throughput
 from ..narrative import time_memory as narrative_time_memory
@@ -33,7 +34,7 @@ from ..load.results import Table as Points
 
 
 def build(table: Points, figures: dict, demos: dict | None = None, windows: list | None = None,
-          decode=None, scaling_window=None, model=None, phases=None, context=None) -> Document:
+          decode=None, scaling_window=None, model=None, phases=None, context=None, ring=None) -> Document:
     """figures: {stem: FigureFile} as written by the fig_* modules; demos: demos.load()'s numbers
     (their figures in `figures` too) for the Concepts section, or None to leave it out; windows: the
     contenders' windows (load/windows.py) for "Against the alternatives" and the headline; decode:
@@ -41,7 +42,8 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
     scaling_window: the scaling window (scaling.load_next_to) for "Thread scaling in rounds", or None;
     model: the cost model (model.build) for "Where the time goes: a cost model", or None; phases: the
     phases window's points (model.load_phases) for its measured breakdown; context: the long-context
-    window's points (load/context.py) for "How long context is bought", or None."""
+    window's points (load/context.py) for "How long context is bought", or None; ring: the ring window
+    (load/ring.py) for "Beyond one machine: ring attention over MPI", or None."""
     run = table.runs[0]
     ctx = run.context
     all_threads = analysis.threads_all(table)
@@ -58,7 +60,8 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
         header=narrative_method.header(table),
     )
     more = (narrative_backward.summary_item(table, all_threads), narrative_bf16.summary_item(table),
-            narrative_decode.summary_item(decode), narrative_context.summary_item(context))
+            narrative_decode.summary_item(decode), narrative_context.summary_item(context),
+            narrative_ring.summary_item(ring))
     narrative_overview.summary(doc, matrix, table, all_threads, tuple(item for item in more if item))
     headline = narrative_contenders.headline(windows or [])
     if headline:  # the summary's headline: the lead over the strongest peer, not over our own baseline
@@ -96,6 +99,7 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
         narrative_bf16.section(doc, table, all_threads)
     narrative_decode.section(doc, decode, figures)
     narrative_context.section(doc, context, figures, all_threads)
+    narrative_ring.section(doc, ring, figures)
     narrative_method.noise(doc, table)
     narrative_method.skipped(doc, table)
     narrative_method.method(doc, table)
