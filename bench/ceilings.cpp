@@ -24,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 // chains keep both busy; 10 leave slack, and with the two constant operands fit AVX2's 16
 // registers without spilling.
 constexpr int kChains = 10;
-constexpr long kIterations = 20'000'000;
+constexpr long kIterations = kSanitizedBuild ? 1'000'000 : 20'000'000;
 volatile float sink;
 
 __attribute__((target("avx2,fma"))) double fma_chains_avx2(long iterations) {
@@ -190,7 +190,7 @@ FmaPeak measure_bf16_peak(std::size_t threads) {
 
 double measure_triad_bandwidth(std::size_t threads) {
   // 3 arrays of 32 Mi floats (384 MiB): twelve times a 32 MiB L3.
-  constexpr std::size_t n = std::size_t{1} << 25;
+  constexpr std::size_t n = std::size_t{1} << (kSanitizedBuild ? 20 : 25);
   std::unique_ptr<float[]> a(new float[n]), b(new float[n]), c(new float[n]);
   tbb::task_arena arena(static_cast<int>(threads));
   auto triad = [&](float s) {

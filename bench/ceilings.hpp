@@ -2,6 +2,15 @@
 // one thread and on several. Every GFLOP/s figure of the study is read against them.
 #pragma once
 
+// A sanitizer build's timings mean nothing (every access checked, 10-100x slower): there the
+// ceilings and the machine constants sweep working sets of a few L2s instead of many L3s, so that
+// the benchmark's code paths all run (bench_test under ASan) in a minute rather than a quarter hour.
+#ifdef ATTNBENCH_SANITIZED_BUILD
+inline constexpr bool kSanitizedBuild = true;
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+
 #include <cstddef>
 #include <functional>
 #include <string>

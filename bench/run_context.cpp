@@ -89,7 +89,7 @@ void add_run_context(const std::string& preset, std::size_t all_threads, const s
   // one read 190, 81 % of twice the 1-thread peak, where undisturbed readings give 99 %). A
   // reading of t threads under 9/10 of t times the 1-thread one is taken again after a pause, up
   // to kPeakTries times, keeping the best; the context records the tries.
-  constexpr int kPeakTries = 6;
+  constexpr int kPeakTries = kSanitizedBuild ? 1 : 6;
   std::map<std::string, double> one_thread;
   auto ceiling = [&](const std::string& what, std::size_t t, auto measure) {
     auto best = measure(t);
