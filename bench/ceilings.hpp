@@ -4,7 +4,8 @@
 
 // A sanitizer build's timings mean nothing (every access checked, 10-100x slower): there the
 // ceilings and the machine constants sweep working sets of a few L2s instead of many L3s, so that
-// the benchmark's code paths all run (bench_test under ASan) in a minute rather than a quarter hour.
+// the benchmark's code paths all run (bench_test under ASan) in a minute rather than a quarter
+// hour.
 #ifdef ATTNBENCH_SANITIZED_BUILD
 inline constexpr bool kSanitizedBuild = true;
 #else

@@ -258,7 +258,8 @@ std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) 
     if (!available) continue;
     // Packing beyond the L2, its rate by the bytes a call reads and writes: heads of K and V
     // from 4 to 64 L2s.
-    for (std::size_t kv_bytes = 4 * l2; kv_bytes <= (kSanitizedBuild ? 4 : 64) * l2; kv_bytes *= 4) {
+    for (std::size_t kv_bytes = 4 * l2; kv_bytes <= (kSanitizedBuild ? 4 : 64) * l2;
+         kv_bytes *= 4) {
       const auto [bytes, rate] = measure_packing(*table, kv_bytes / (2 * 128 * sizeof(float)));
       out.push_back({"pack_bytes_per_s_" + std::string(to_string(table->isa)) + "_set_" +
                          std::to_string(std::size_t(bytes)),
@@ -271,8 +272,8 @@ std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) 
     });
     const std::string isa(to_string(table->isa));
     out.push_back({"exp_per_s_" + isa, rate, "exp/s"});
-    const std::vector<std::size_t> dims = kSanitizedBuild ? std::vector<std::size_t>{64}
-                                                          : std::vector<std::size_t>{32, 64, 128, 256};
+    const std::vector<std::size_t> dims =
+        kSanitizedBuild ? std::vector<std::size_t>{64} : std::vector<std::size_t>{32, 64, 128, 256};
     for (std::size_t d : dims) {
       for (std::size_t threads : thread_counts) {
         const PhaseRates phases = measure_phases(*table, d, threads);
@@ -296,8 +297,8 @@ std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) 
 
   const std::size_t memory =
       std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGE_SIZE));
-  const std::size_t dram = kSanitizedBuild ? 8 * l2
-                                           : std::min(std::max(2 * l3, std::size_t{1} << 30), memory / 8);
+  const std::size_t dram =
+      kSanitizedBuild ? 8 * l2 : std::min(std::max(2 * l3, std::size_t{1} << 30), memory / 8);
   const std::pair<const char*, std::size_t> levels[] = {
       {"l1", l1 / 2}, {"l2", l2 / 2}, {"l3", l3 / 4}, {"dram", dram}};
   for (auto [level, bytes] : levels) {

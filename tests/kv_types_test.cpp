@@ -150,6 +150,32 @@ TEST(KvTypes, BFloat16RoundsToNearestEvenAndBack) {
     ASSERT_EQ(bits(bf16_to_float(std::uint16_t(b))), b << 16);
 }
 
+// q8_0's codes round half away from zero, as ggml's roundf: a block whose scale is exactly 1
+// (largest magnitude 127) keeps whole values, takes halves away from zero, and the values just
+// below a half down; against roundf over a sweep of scales too.
+TEST(KvTypes, Q8_0RoundsHalvesAwayFromZeroAsGgml) {
+  std::vector<float> x = {127.0f, 2.5f,    -2.5f,  0.5f, -0.5f, std::nextafter(0.5f, 0.0f),
+                          126.5f, -126.5f, -0.25f, 3.0f, -3.0f, 1.4999999f,
+                          -1.5f,  0.0f};
+  x.resize(32, 7.5f);
+  std::vector<float> out(32);
+  round_row(KvType::q8_0, x.data(), out.data(), 32);
+  const float want[14] = {127, 3, -3, 1, -1, 0, 127, -127, 0, 3, -3, 1, -2, 0};
+  for (int i = 0; i < 14; ++i) EXPECT_EQ(out[i], want[i]) << "x = " << x[i];
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  for (int trial = 0; trial < 2000; ++trial) {
+    for (float& e : x) e = u(rng) * std::pow(10.0f, float(trial % 7) - 3);
+    round_row(KvType::q8_0, x.data(), out.data(), 32);
+    float amax = 0;
+    for (float e : x) amax = std::max(amax, std::fabs(e));
+    const float d = f16_to_float(float_to_f16(amax / 127.0f)),
+                id = d != 0 ? 1.0f / (amax / 127.0f) : 0;
+    for (int i = 0; i < 32; ++i)
+      ASSERT_EQ(out[i], d * float(std::int8_t(std::roundf(x[i] * id)))) << trial << " " << i;
+  }
+}
+
 // The validation's fast scan (a magnitude threshold) agrees with the rounding itself.
 TEST(KvTypes, OverflowThresholdIsWhereRoundingOverflows) {
   for (KvType type : {KvType::f16, KvType::bf16}) {
