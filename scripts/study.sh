@@ -2,7 +2,7 @@
 # The study: set-up if needed, Release build, the benchmark matrix, then the report.
 #   scripts/study.sh [--preset quick|standard|full] [--out DIR] [--filter REGEX] [-- google-benchmark flags]
 # quick: the CI preset (a few minutes on 2 cores); standard: the study, every window and every report
-# section at the report's own targets (about 20 minutes on 2 cores); full: the long curves (hours).
+# section at the report's own targets (about 26 minutes on 2 cores); full: the long curves (hours).
 # Results: Google Benchmark's JSON in DIR/results.json (default reports/runs/<date>-<host>/), so
 # two runs compare with compare.py (see README), the contenders' windows in DIR/contenders.json and
 # DIR/python_contenders.json, the decode window in DIR/decode.json, the long-context window in
