@@ -93,9 +93,9 @@ inline constexpr std::size_t kQuantBlock = 32;
 // The float16 scale of a block is |x| / kDivisor at most, so a block holds |x| < kLimit only.
 inline constexpr float kHalfOverflow = 65520.0f;  // the least magnitude float16 rounds to infinity
 
-// roundf(v) (half away from zero) for |v| < 2^31, without libm's out-of-line call (once per value
-// in a q8_0 block: the call was most of the time filling a q8_0 cache). v - trunc(v) is exact.
-// Branch-free (the halves fall at random): a branch per value mispredicted half the time.
+// roundf(v) (half away from zero) for |v| < 2^31 without libm's out-of-line call, once per value
+// of a q8_0 block, and without a branch (the halves fall at random): both slowed filling a q8_0
+// cache (docs/studies/2026-12-06-quantised-kv.md). v - trunc(v) is exact.
 inline float round_half_away(float v) {
   const float t = static_cast<float>(static_cast<std::int32_t>(v));
   const float up = static_cast<float>(__builtin_fabsf(v - t) >= 0.5f);

@@ -50,13 +50,13 @@ def _goal_items(rows: list) -> list:
             continue
         met = [f"n = {fmt.count(r.n)} {_mask(r)}: {value(r)}" for r, ok in verdicts if ok]
         missed = [f"n = {fmt.count(r.n)} {_mask(r)}: {value(r)}" for r, ok in verdicts if not ok]
-        text = f"Goal, {goal}: " + ("**met** at every point" if not missed else
-                                      "**met** at " + "; ".join(met) if met else "**not met**")
-        if missed and met:
-            text += "; **not met** at " + "; ".join(missed)
-        elif missed:
-            text += " (" + "; ".join(missed) + ")"
-        items.append(text + ".")
+        if not missed:
+            verdict = "**met** at every point"
+        elif not met:
+            verdict = "**not met** (" + "; ".join(missed) + ")"
+        else:
+            verdict = "**met** at " + "; ".join(met) + "; **not met** at " + "; ".join(missed)
+        items.append(f"Goal, {goal}: {verdict}.")
     return items
 
 
