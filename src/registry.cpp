@@ -45,7 +45,9 @@ bool read_cpu_supports(Isa isa) {
       return xsimd::available_architectures().fma3_avx2 && __builtin_cpu_supports("avx2") &&
              __builtin_cpu_supports("fma") && has_f16c();
     case Isa::avx512f:
-      return xsimd::available_architectures().avx512f && __builtin_cpu_supports("avx512f");
+      // DQ too: the softmax's exp2 takes vreduceps (every AVX-512 CPU but Xeon Phi has it).
+      return xsimd::available_architectures().avx512f && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512dq");
     case Isa::avx512bf16:
       return read_cpu_supports(Isa::avx512f) && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");

@@ -54,8 +54,8 @@ struct SimdSoftmax : SimdStorage<Arch> {
   // would not be, and x = -inf makes p NaN). AVX-512: vscalefps makes it in one step, as exactly;
   // elsewhere 2^n is built with n + 127 in the exponent field.
   static batch times_two_to(batch p, batch n, batch x, float flush) {
-    if constexpr (W == 16) {
-      return xsimd::select(x < batch(flush), batch(0.0f), batch(_mm512_scalef_ps(p, n)));
+    if constexpr (W == 16) {  // zero-masked where x < flush (not NaN): no separate blend
+      return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(x, batch(flush), _CMP_NLT_UQ), p, n);
     }
     const ibatch biased = xsimd::to_int(n) + ibatch(127);
     const batch two_n = xsimd::bitwise_cast<batch>(biased << 23);
@@ -68,12 +68,28 @@ struct SimdSoftmax : SimdStorage<Arch> {
   // exp. Below -126 the result would be subnormal: it and -inf flush to 0. NaN stays NaN.
   // Against exp(x ln2) it saves the multiply and the two-constant reduction (with the max pass
   // only reading, the sweeps ran 1.56x faster: docs/kernels.md).
+  // The reduction takes no rounding instruction (vrndscaleps and vroundps are two micro-ops
+  // each): AVX-512's vreduceps gives r = x - round(x) in one, and n = x - r exactly; elsewhere
+  // x + 1.5 * 2^23 holds round(x) (ties to even) in its low mantissa bits, and those bits moved to
+  // the exponent field make 2^n without a conversion. The same bits as nearbyint's n, for
+  // |x| < 2^22 (beyond, x < -126 and the result is 0).
   static batch exp2(batch x) {
-    const batch n = xsimd::nearbyint(x);
-    const batch poly =
-        horner(x - n, 1.535336188319500e-4f, 1.339887440266574e-3f, 9.618437357674640e-3f,
-               5.550332471162809e-2f, 2.402264791363012e-1f, 6.931472028550421e-1f, 1.0f);
-    return times_two_to(poly, n, x, -126.0f);
+    const auto poly = [](batch r) {
+      return horner(r, 1.535336188319500e-4f, 1.339887440266574e-3f, 9.618437357674640e-3f,
+                    5.550332471162809e-2f, 2.402264791363012e-1f, 6.931472028550421e-1f, 1.0f);
+    };
+    constexpr float kFlush = -126.0f;
+    if constexpr (W == 16) {
+      const batch r = _mm512_reduce_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      return times_two_to(poly(r), x - r, x, kFlush);
+    } else {
+      const batch shifter(0x1.8p23f);
+      const batch shifted = x + shifter;
+      const batch r = x - (shifted - shifter);
+      const batch two_n = xsimd::bitwise_cast<batch>((xsimd::bitwise_cast<ibatch>(shifted) << 23) +
+                                                     ibatch(127 << 23));
+      return xsimd::select(x < batch(kFlush), batch(0.0f), poly(r) * two_n);
+    }
   }
 
   // tanh(x), for logit soft-capping: below |x| = 0.625 the odd polynomial x + x^3 P(x^2) of
@@ -198,22 +214,34 @@ struct SimdSoftmax : SimdStorage<Arch> {
   static void exp2_array(const float* x, float* y, std::size_t n) { apply_array<exp2>(x, y, n); }
 
   // Horizontal max and sum, for xsimd 8.1 (no reduce_max; its hadd uses the slow hadd
-  // instruction). Called once per row per block, after the vertical loop, so a store and a
-  // scalar tree are cheap enough. The max ignores NaN lanes like the scalar kernels' max.
+  // instruction): lanes folded pairwise by shuffles, the halves first, each row's sum in the same
+  // order every call. Once per row per block, so the scalar tree they replace (a store, then a
+  // chain of W - 1 dependent operations) was a share of the softmax at small d
+  // (docs/studies/2026-12-07-softmax-sweeps.md). The max ignores NaN where the scores' running
+  // maxima already dropped it (a NaN score makes its row NaN through exp either way).
   static float hmax(batch x) {
-    alignas(64) float lanes[W];
-    x.store_aligned(lanes);
-    float m = lanes[0];
-    for (std::size_t i = 1; i < W; ++i) m = lanes[i] > m ? lanes[i] : m;
-    return m;
+    return fold_lanes(x, [](batch a, batch b) { return xsimd::max(a, b); });
   }
   static float hsum(batch x) {
-    alignas(64) float lanes[W];
-    x.store_aligned(lanes);
-    for (std::size_t width = W / 2; width > 0; width /= 2) {  // pairwise: same order every call
-      for (std::size_t i = 0; i < width; ++i) lanes[i] += lanes[i + width];
+    return fold_lanes(x, [](batch a, batch b) { return a + b; });
+  }
+  // op over the lanes: lane i with lane i + W/2, then i + W/4, ..., then lane 0.
+  template <class Op>
+  static float fold_lanes(batch x, Op op) {
+    if constexpr (W == 16) {
+      x = op(x, batch(_mm512_shuffle_f32x4(x, x, 0x4E)));  // 256-bit halves swapped
+      x = op(x, batch(_mm512_shuffle_f32x4(x, x, 0xB1)));  // 128-bit quarters
+      x = op(x, batch(_mm512_permute_ps(x, 0x4E)));        // 64-bit pairs
+      return _mm512_cvtss_f32(op(x, batch(_mm512_permute_ps(x, 0xB1))));
+    } else if constexpr (W == 8) {
+      x = op(x, batch(_mm256_permute2f128_ps(x, x, 1)));
+      x = op(x, batch(_mm256_permute_ps(x, 0x4E)));
+      return _mm256_cvtss_f32(op(x, batch(_mm256_permute_ps(x, 0xB1))));
+    } else {
+      static_assert(W == 4, "an ISA of 4, 8 or 16 float lanes");
+      x = op(x, batch(_mm_shuffle_ps(x, x, 0x4E)));
+      return _mm_cvtss_f32(op(x, batch(_mm_shuffle_ps(x, x, 0xB1))));
     }
-    return lanes[0];
   }
 
   // Lanes of the vector starting at key `first` that lie in [begin, end) stay; the rest become
@@ -261,11 +289,8 @@ struct SimdSoftmax : SimdStorage<Arch> {
     }
     for (; j < end; j += W)
       acc[0] = extreme(acc[0], mask_span(batch::load_aligned(s + j), j, begin, end, none));
-    alignas(64) float lanes[W];
-    extreme(extreme(acc[0], acc[1]), extreme(acc[2], acc[3])).store_aligned(lanes);
-    float e = lanes[0];  // across lanes, NaN lanes ignored as the scalar kernels' max does
-    for (std::size_t i = 1; i < W; ++i) e = (up ? lanes[i] > e : lanes[i] < e) ? lanes[i] : e;
-    return e * scale;
+    const batch e = extreme(extreme(acc[0], acc[1]), extreme(acc[2], acc[3]));
+    return fold_lanes(e, extreme) * scale;
   }
 
   // P = exp(scale s - m_ref) in place over s[0, count) (lanes past count, up to the vector's
@@ -316,30 +341,41 @@ struct SimdSoftmax : SimdStorage<Arch> {
     constexpr double kLog2e = 1.44269504088896340736;
     const float c = static_cast<float>(scale * kLog2e);
     const float b = static_cast<float>(-double(m_ref) * kLog2e);
-    auto sweep = [&](auto argument) {
+    // weight(argument(x)) for every vector; the edge vectors, partly outside [begin, end), get
+    // -inf there first, and the interior's loop has no check (the same sums in the same order).
+    auto sweep = [&](auto argument, auto weight) {
       batch sum = batch(0.0f);
-      for (std::size_t j = begin / W * W; j < count; j += W) {
-        const batch p = argument(batch::load_aligned(s + j), j);
+      const std::size_t inner_end = count / W * W;
+      std::size_t j = begin / W * W;
+      auto edge = [&] {
+        const batch p = weight(mask_span(argument(batch::load_aligned(s + j)), j, begin, count));
+        store(p, j);
+        sum += p;
+      };
+      if (j < begin) edge(), j += W;
+      for (; j < inner_end; j += W) {
+        const batch p = weight(argument(batch::load_aligned(s + j)));
         store(p, j);
         sum += p;
       }
+      if (j < count) edge();
       return hsum(sum);
     };
     if (!(std::abs(c) <= std::numeric_limits<float>::max() && std::abs(b) <= 0x1p20f)) {
-      return sweep([&](batch x, std::size_t j) {
-        const batch e = x * batch(scale) - batch(m_ref);  // the compiler may fuse it: clamp at 0
-        return exp(mask_span(xsimd::select(e > batch(0.0f), batch(0.0f), e), j, begin, count));
-      });
+      return sweep(
+          [&](batch x) {
+            const batch e =
+                x * batch(scale) - batch(m_ref);  // the compiler may fuse it: clamp at 0
+            return xsimd::select(e > batch(0.0f), batch(0.0f), e);
+          },
+          [](batch e) { return exp(e); });
     }
     if constexpr (kFusedFma) {
-      return sweep([&](batch x, std::size_t j) {
-        return exp2(mask_span(fused_fma(x, batch(c), batch(b)), j, begin, count));
-      });
+      return sweep([&](batch x) { return fused_fma(x, batch(c), batch(b)); },
+                   [](batch e) { return exp2(e); });
     }
-    return sweep([&](batch x, std::size_t j) {
-      return exp2(
-          mask_span((x * batch(scale) - batch(m_ref)) * batch(float(kLog2e)), j, begin, count));
-    });
+    return sweep([&](batch x) { return (x * batch(scale) - batch(m_ref)) * batch(float(kLog2e)); },
+                 [](batch e) { return exp2(e); });
   }
 
   // A whole softmax row in place, for kernels that score with another library (naive/openblas):

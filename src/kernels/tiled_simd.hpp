@@ -82,10 +82,14 @@ struct TiledSimd : Simd<Arch> {
     // max moved (its accumulator then needs the rescale). Rows from query row i, keys from j0.
     auto softmax_group = [&](float* s, float* a, std::size_t mr, const typename S::BlockKeys& seen,
                              float* m, float* l, std::size_t i, std::size_t j0) {
-      bool rescale = false;
+      // Every row's max first, then every row's exp sweep: a row's sweep waits for its max
+      // (dependent vmaxps chains, then the fold across lanes), and one row's sweep fills the
+      // reorder window, so row by row that wait was paid for every row at small d.
+      float block_max[S::MR];
+      float scale[S::MR];
       for (std::size_t r = 0; r < mr; ++r) {
         float* s_r = s + r * Ss;
-        float scale = head.scale;
+        scale[r] = head.scale;
         if (head.only_drops_keys()) {  // the sweeps scale what it leaves
           S::drop_removed(s_r, seen.begin[r], seen.end[r],
                           head.tensor.keep + head.tensor_row(i + r) + j0);
@@ -95,10 +99,14 @@ struct TiledSimd : Simd<Arch> {
                            head.alibi_slope(i + r), double(j0) - double(head.diagonal(i + r)),
                            head.tensor.keep ? head.tensor.keep + at : nullptr,
                            head.tensor.bias ? head.tensor.bias + at : nullptr);
-          scale = 1.0f;
+          scale[r] = 1.0f;
         }
-        const float block_max = S::scale_and_max(s_r, seen.begin[r], seen.end[r], scale);
-        const float m_new = block_max > m[r] ? block_max : m[r];
+        block_max[r] = S::scale_and_max(s_r, seen.begin[r], seen.end[r], scale[r]);
+      }
+      bool rescale = false;
+      for (std::size_t r = 0; r < mr; ++r) {
+        float* s_r = s + r * Ss;
+        const float m_new = block_max[r] > m[r] ? block_max[r] : m[r];
         const float m_ref = max_reference(m_new);
         a[r] = 1.0f;
         if (m_new != m[r]) {  // rescale only when the max moved
@@ -107,8 +115,8 @@ struct TiledSimd : Simd<Arch> {
           m[r] = m_new;
         }
         // l = l * exp(m_old - m_new) + rowsum(P)
-        l[r] =
-            S::mul_add(l[r], a[r], S::exp_and_sum(s_r, seen.begin[r], seen.end[r], scale, m_ref));
+        l[r] = S::mul_add(l[r], a[r],
+                          S::exp_and_sum(s_r, seen.begin[r], seen.end[r], scale[r], m_ref));
       }
       return rescale;
     };
