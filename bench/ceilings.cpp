@@ -166,6 +166,23 @@ double cores_now(const std::vector<int>& cpus, long steps) {
   return rate_on_threads(cpus.size(), work, cpus) / alone;
 }
 
+double fma_rate_now(std::size_t threads, long steps, bool bf16) {
+  double (*chains)(long) = fma_chains_scalar;
+  if (bf16) {
+    if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512bw")) return 0.0;
+    chains = bf16_chains_avx512;
+  } else if (__builtin_cpu_supports("avx512f")) {
+    chains = fma_chains_avx512f;
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    chains = fma_chains_avx2;
+  }
+  if (threads > 1)
+    return rate_on_threads(threads, [&](std::size_t) { return chains(steps); }) / 1e9;
+  const auto begin = Clock::now();
+  const double flops = chains(steps);
+  return flops / std::chrono::duration<double>(Clock::now() - begin).count() / 1e9;
+}
+
 FmaPeak measure_fma_peak(std::size_t threads) {
   FmaPeak best{0.0, "none"};
   for (const FmaPeak& p : measure_fma_peaks(threads, false)) {

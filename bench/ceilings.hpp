@@ -53,6 +53,14 @@ double rate_on_threads(std::size_t threads, const std::function<double(std::size
 // in periods of ~100 ms it sees only when a reading falls into a throttled stretch.
 double cores_now(const std::vector<int>& cpus, long steps);
 
+// The peak's rate at this moment, for a share read beside one call (attnbench_time): the chains
+// of measure_fma_peak's widest ISA, or of measure_bf16_peak's with `bf16`, `steps` steps on each of
+// `threads` threads (1: on the calling thread, no thread started), in GFLOP/s. About 1 ms at 600000
+// steps on one AVX-512 core. A host shared with other guests moves a core's clock and share
+// between seconds (a probe read 175-227 GFLOP/s within minutes on the Emerald Rapids guest), so a
+// share of a peak read minutes before can be off by a fifth either way.
+double fma_rate_now(std::size_t threads, long steps, bool bf16 = false);
+
 // STREAM triad a = b + s c over arrays far larger than the last-level cache; bytes counted as
 // STREAM does (3 x 4 bytes per element), best of the repetitions, GB/s = 1e9 bytes/s.
 double measure_triad_bandwidth(std::size_t threads);

@@ -1,7 +1,9 @@
 // attnbench_time: a plain timing loop over registry kernels, for quick measurements before and
 // beside the Google Benchmark suite. Per point: warm-up calls for at least 0.2 s, then `--reps`
-// timed calls on the same buffers; prints the median, min and max, and GFLOP/s from the median with
-// FLOPs = 4 x (scored query-key pairs) x d (2 for Q K^T, 2 for P V).
+// timed calls on the same buffers, each between two short probes of the peak (fma_rate_now);
+// prints the median, min and max, GFLOP/s from the median with FLOPs = 4 x (scored query-key
+// pairs) x d (2 for Q K^T, 2 for P V), and each call's share of the faster probe beside it: the
+// median share and the best.
 //   attnbench_time [--kernel REGEX] [--n 256,1024] [--d 64,128] [--threads 1] [--reps 5] [--causal]
 #include <CLI/CLI.hpp>
 
@@ -41,11 +43,13 @@ int main(int argc, char** argv) {
   if (bf16_peak.gflops > 0) {
     std::printf(
         "# measured bf16 product peak on %zu thread(s): %.1f GFLOP/s (%s); a bf16 "
-        "kernel's %%peak is of it\n",
+        "kernel's %%peak is of its probes\n",
         workers, bf16_peak.gflops, bf16_peak.isa.c_str());
   }
-  std::printf("%-22s %6s %4s %3s %10s %10s %10s %8s %6s %12s\n", "kernel", "n", "d", "thr",
-              "median_ms", "min_ms", "max_ms", "GFLOP/s", "%peak", "scratch_B");
+  std::printf("%-22s %6s %4s %3s %10s %10s %10s %8s %6s %6s %12s\n", "kernel", "n", "d", "thr",
+              "median_ms", "min_ms", "max_ms", "GFLOP/s", "%peak", "best%", "scratch_B");
+  // About 0.5 ms of the peak's chains on each side of a call (320 FLOPs a step on AVX-512).
+  constexpr long kProbeSteps = 300'000;
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
   for (std::size_t d : dims) {
@@ -58,7 +62,9 @@ int main(int argc, char** argv) {
       for (const attnbench::Kernel& kernel : attnbench::registry()) {
         if (!kernel.available() || !std::regex_search(std::string(kernel.name), wanted)) continue;
         attnbench::Workspace ws;
-        std::vector<double> ms;
+        const bool bf16 = kernel.products == attnbench::Products::bf16;
+        const double flops = 4.0 * attnbench::scored_pairs(shape, causal) * double(d);
+        std::vector<double> ms, shares;
         auto call = [&] {
           const auto start = std::chrono::steady_clock::now();
           attnbench::attention(kernel, shape, options, {q.data(), k.data(), v.data(), o.data()},
@@ -71,22 +77,25 @@ int main(int argc, char** argv) {
           // on the calling thread alone until oneTBB's worker joins the arena (26-82 ms in 4 of 12
           // process starts on the Zen 5 guest; docs/kernels.md, "Threads").
           for (double warm = 0; warm < 200.0;) warm += call();
-          for (std::size_t r = 0; r < reps; ++r) ms.push_back(call());
+          for (std::size_t r = 0; r < reps; ++r) {
+            const double before = attnbench::bench::fma_rate_now(workers, kProbeSteps, bf16);
+            ms.push_back(call());
+            const double after = attnbench::bench::fma_rate_now(workers, kProbeSteps, bf16);
+            // noise only slows a probe: the faster one is the nearer reading of the peak
+            shares.push_back(flops / (ms.back() * 1e6) / std::max(before, after));
+          }
         } catch (const attnbench::Error& e) {
           std::printf("%-22s %6zu %4zu skipped: %s\n", std::string(kernel.name).c_str(), n, d,
                       e.what());
           continue;
         }
         std::sort(ms.begin(), ms.end());
+        std::sort(shares.begin(), shares.end());
         const double median = ms[ms.size() / 2];
-        const double gflops =
-            4.0 * attnbench::scored_pairs(shape, causal) * double(d) / (median * 1e6);
-        std::printf(
-            "%-22s %6zu %4zu %3zu %10.3f %10.3f %10.3f %8.2f %6.1f %12zu\n",
-            std::string(kernel.name).c_str(), n, d, attnbench::worker_threads(options), median,
-            ms.front(), ms.back(), gflops,
-            100 * gflops / (kernel.products == attnbench::Products::bf16 ? bf16_peak : peak).gflops,
-            ws.peak_bytes());
+        std::printf("%-22s %6zu %4zu %3zu %10.3f %10.3f %10.3f %8.2f %6.1f %6.1f %12zu\n",
+                    std::string(kernel.name).c_str(), n, d, attnbench::worker_threads(options),
+                    median, ms.front(), ms.back(), flops / (median * 1e6),
+                    100 * shares[shares.size() / 2], 100 * shares.back(), ws.peak_bytes());
         std::fflush(stdout);
       }
     }
