@@ -11,6 +11,7 @@
 #include <string>
 
 #include <attnbench/attnbench.hpp>
+#include "kernels/kernel_interface.hpp"
 
 namespace attnbench::driver {
 

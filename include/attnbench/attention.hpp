@@ -109,6 +109,22 @@ struct Tensors {
   const KvCache* kv_cache = nullptr;
 };
 
+// The forward's tensors in bfloat16, for callers that hold their data so (ml_dtypes, PyTorch and
+// oneDNN do): each element a bfloat16 bit pattern, the upper 16 bits of a float32. attention()
+// widens Q, K and V to float32 copies (exactly: every bfloat16 is a float32), runs the float32
+// call on them, and writes O as bfloat16 (rounded to nearest, ties to even; NaN stays NaN) to `o`,
+// or as float32 to `o_f32`: exactly one of the two. The result is the float32 call's on the
+// widened values, bit for bit; the copies are scratch of the call (Workspace::peak_bytes).
+struct Bf16Tensors {
+  const std::uint16_t* q = nullptr;
+  const std::uint16_t* k = nullptr;  // null with kv_cache, as Tensors
+  const std::uint16_t* v = nullptr;
+  std::uint16_t* o = nullptr;
+  float* o_f32 = nullptr;
+  float* lse = nullptr;  // as Tensors::lse, float32
+  const KvCache* kv_cache = nullptr;
+};
+
 // The backward pass's tensors beyond the forward's (Q, K, V, O and LSE as the forward left
 // them): the output's gradient dO (O's shape) in, and the gradients dQ (Q's shape), dK and dV
 // (K's and V's shape) out. Under grouped-query attention a key/value head's dK and dV sum the
@@ -237,12 +253,19 @@ void validate(const Shape& shape, const Options& options);
 void validate(const Kernel& kernel, const Shape& shape, const Options& options,
               const Tensors& tensors);
 
+// The same on bfloat16 tensors (Bf16Tensors), the output's field by which of o and o_f32 is set.
+void validate(const Kernel& kernel, const Shape& shape, const Options& options,
+              const Bf16Tensors& tensors);
+
 // Computes O with `kernel` over every (batch, query head). Validates first (throws Error) and
 // allocates only after validation passes. `ws` supplies the scratch of the calling thread; its
 // peak_bytes() afterwards is the scratch the call needed (summed over worker threads, packed K
 // and V included). Returns the kernel that ran (resolve(kernel)).
 const Kernel& attention(const Kernel& kernel, const Shape& shape, const Options& options,
                         const Tensors& tensors, Workspace& ws);
+// The same on bfloat16 tensors: see Bf16Tensors.
+const Kernel& attention(const Kernel& kernel, const Shape& shape, const Options& options,
+                        const Bf16Tensors& tensors, Workspace& ws);
 
 // The backward pass: dQ, dK and dV of the loss whose gradient with respect to O is dO, for the
 // forward call with the same kernel, shape and options that left `forward.o` and `forward.lse`
