@@ -296,6 +296,31 @@ with tempfile.TemporaryDirectory() as tmp:
             check(f"f16 .npy K V {kernel} = f32 bitwise", o16.tobytes() == o32.tobytes(),
                   f"max difference {np.abs(o16 - o32).max()}")
 
+    # bfloat16 .npy files (np.save of ml_dtypes.bfloat16 arrays, descr '<V2') for Q, K and V, read
+    # exactly: the float32 files of the same values give the same output, bit for bit; --out-dtype bf16
+    # writes that output rounded to nearest even, as ml_dtypes rounds it.
+    import ml_dtypes
+    qb, kb, vb = (x.astype(np.float32).astype(ml_dtypes.bfloat16) for x in (q, k16, v16))
+    qbp, kbp, vbp = (save(f"bf_{n}.npy", a) for n, a in (("q", qb), ("k", kb), ("v", vb)))
+    qwp, kwp, vwp = (save(f"bf_{n}32.npy", a.astype(np.float32)) for n, a in (("q", qb), ("k", kb), ("v", vb)))
+    for kernel in ("tiled/simd", "tiled/scalar"):
+        outs = {}
+        for name, files, extra in (("bf16", (qbp, kbp, vbp), ()), ("f32", (qwp, kwp, vwp), ()),
+                                   ("bf16 out", (qbp, kbp, vbp), ("--out-dtype", "bf16"))):
+            out_file = path("bf_o.npy")
+            r = attnbench("run", "--q", files[0], "--k", files[1], "--v", files[2], "--out", out_file,
+                          "--kernel", kernel, "--scale", "0.6", *extra)
+            check(f"bf16 .npy {kernel} {name} runs", r.returncode == 0, r.stderr)
+            if r.returncode == 0:
+                outs[name] = np.load(out_file)
+                os.remove(out_file)
+        if len(outs) == 3:
+            check(f"bf16 .npy {kernel} = f32 bitwise", outs["bf16"].tobytes() == outs["f32"].tobytes())
+            want = outs["f32"].astype(ml_dtypes.bfloat16)
+            check(f"--out-dtype bf16 {kernel}: '<V2', rounded as ml_dtypes",
+                  outs["bf16 out"].dtype.str == "|V2" and outs["bf16 out"].shape == q.shape
+                  and outs["bf16 out"].view(ml_dtypes.bfloat16).tobytes() == want.tobytes())
+
     # --kv-dtype on float32 K and V that no 16-bit type holds exactly.
     k = rng.standard_normal((2, 37, 16), dtype=np.float32)
     v = rng.standard_normal((2, 37, 16), dtype=np.float32)
@@ -386,7 +411,7 @@ with tempfile.TemporaryDirectory() as tmp:
                      "f8", out=kv_out)
     k8 = save("kv_k8.npy", k.astype(np.float64))
     expect_bad_input("K float64", run_kv_args(k8, vp), "kv_k8.npy: dtype '<f8' is not supported: "
-                     "K and V must be float32 ('<f4') or float16 ('<f2')", out=kv_out)
+                     "K and V must be float32 ('<f4'), float16 ('<f2') or bfloat16 ('<V2'", out=kv_out)
     expect_bad_input("V big-endian float16", run_kv_args(kp, save("kv_v_be.npy", v16.astype(">f2"))),
                      "kv_v_be.npy: dtype '>f2' is not supported: big-endian", out=kv_out)
     q16 = save("kv_q16.npy", q.astype(np.float16))

@@ -200,3 +200,44 @@ TEST(NpyBool, ReadAsZeroAndOneWhereAccepted) {
   expect_dict_error("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }",
                     {"the mask must be float32 ('<f4') or bool ('|b1')"}, 48, kMask);
 }
+
+// bfloat16: np.save writes an ml_dtypes.bfloat16 array with descr '<V2' (np.save(f,
+// np.arange(3, dtype=np.float32).astype(ml_dtypes.bfloat16)) gives this header and 0, 1, 2 as the
+// bytes 00 00, 80 3f, 00 40).
+TEST(NpyBfloat16, MlDtypesFileReadsExactlyWhereAcceptedAndWritesBack) {
+  const std::string header =
+      "{'descr': '<V2', 'fortran_order': False, 'shape': (3,), }" + std::string(60, ' ') + "\n";
+  const std::string file = std::string("\x93NUMPY\x01\x00\x76\x00", 10) + header +
+                           std::string("\x00\x00\x80\x3f\x00\x40", 6);
+  constexpr npy::Accept kBf16{.bfloat16 = true, .who = "Q"};
+  const npy::Array a = npy::parse(to_bytes(file), "<memory>", kBf16);
+  EXPECT_EQ(a.dtype, npy::Dtype::bfloat16);
+  EXPECT_EQ(a.data, (std::vector<float>{0, 1, 2}));
+  try {
+    npy::parse(to_bytes(file), "Q.npy", {.who = "Q"});
+    ADD_FAILURE() << "a '<V2' file read where bfloat16 is not accepted";
+  } catch (const npy::Error& e) {
+    EXPECT_STREQ(e.what(), "Q.npy: dtype '<V2' is not supported: Q must be float32 ('<f4')");
+  }
+  // Written back as bfloat16: numpy's bytes, the header the same.
+  const Bytes back = npy::serialise(a.shape, a.data, npy::Dtype::bfloat16);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(back.data()), back.size()), file);
+}
+
+TEST(NpyBfloat16, EveryBfloat16IsAttnbenchsConversionAndWritingRoundsToNearestEven) {
+  std::vector<float> values;
+  for (std::uint32_t b = 0; b < (1u << 16); ++b) values.push_back(attnbench::bf16_to_float(b));
+  const std::vector<std::size_t> shape{values.size()}, one{1};
+  const Bytes file = npy::serialise(shape, values, npy::Dtype::bfloat16);
+  const npy::Array a = npy::parse(file, "<memory>", {.bfloat16 = true});
+  for (std::size_t b = 0; b < values.size(); ++b) {
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(a.data[b]),
+              std::bit_cast<std::uint32_t>(values[b]) | (std::isnan(values[b]) ? 0x400000u : 0))
+        << b;
+  }
+  // 1 + 3 2^-8 lies halfway between 1 + 2^-7 and 1 + 2^-6: to the even 1 + 2^-6.
+  const std::vector<float> tie{1.0f + 3 * 0x1p-8f};
+  EXPECT_EQ(npy::parse(npy::serialise(one, tie, npy::Dtype::bfloat16), "", {.bfloat16 = true}).data,
+            std::vector<float>{1.0f + 0x1p-6f});
+  EXPECT_THROW(npy::serialise(one, tie, npy::Dtype::float16), npy::Error);
+}

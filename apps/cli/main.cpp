@@ -6,6 +6,7 @@
 //                 [--causal] [--alignment bottom_right|top_left] [--window W]
 //                 [--window-right W] [--scale S] [--softcap C] [--alibi] [--mask M.npy]
 //                 [--memory-budget BYTES] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--quantise-query]
+//                 [--out-dtype f32|bf16]
 //   attnbench backward --q Q.npy --k K.npy --v V.npy --do dO.npy --dq dQ.npy --dk dK.npy
 //                 --dv dV.npy [--kernel NAME] [--threads N] [--causal] [--alignment A]
 //                 [--window W] [--window-right W] [--scale S] [--softcap C] [--alibi]
@@ -17,9 +18,11 @@
 //                 [--do dO.npy --dq dQ.npy --dk dK.npy --dv dV.npy]   (built with MPI: ring/)
 //   mpirun -np P attnbench ring --bench [--n N] [--head-dim D] [--causal] [--backward]
 //   attnbench demo NAME|all [--json FILE] [--quick] the attention module's experiments (apps/demo/)
-// Q and dO are float32 .npy files; K and V float32 or float16 (read exactly into float32); a mask
-// bool or float32, broadcasting to (batch, q_heads, q_len, kv_len) as NumPy's rules do.
-// Any bad input: one line on stderr naming what and where, exit code 2, no output file.
+// Q and dO are float32 or bfloat16 .npy files (np.save of an ml_dtypes.bfloat16 array, descr
+// '<V2'); K and V float32, float16 or bfloat16 (each read exactly into float32); a mask bool or
+// float32, broadcasting to (batch, q_heads, q_len, kv_len) as NumPy's rules do. O is written
+// float32, or bfloat16 ('<V2', rounded to nearest even) with --out-dtype bf16. Any bad input: one
+// line on stderr naming what and where, exit code 2, no output file.
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/info.h>
 #include <CLI/CLI.hpp>
@@ -117,10 +120,13 @@ struct CallArgs {
 // does in it.
 void add_call_options(CLI::App* cmd, CallArgs& args, const char* kernel_help,
                       const char* kv_dtype_help) {
-  cmd->add_option("--q", args.q, "queries, float32 (n, d), (h, n, d) or (b, h, n, d)")->required();
-  cmd->add_option("--k", args.k, "keys, float32 or float16, same rank as Q; may have fewer heads")
+  cmd->add_option("--q", args.q, "queries, float32 or bfloat16 (n, d), (h, n, d) or (b, h, n, d)")
       ->required();
-  cmd->add_option("--v", args.v, "values, float32 or float16, the shape of K")->required();
+  cmd->add_option("--k", args.k,
+                  "keys, float32, float16 or bfloat16, same rank as Q; may have fewer heads")
+      ->required();
+  cmd->add_option("--v", args.v, "values, float32, float16 or bfloat16, the shape of K")
+      ->required();
   cmd->add_option("--kernel", args.kernel, kernel_help);
   cmd->add_option("--threads", args.threads, "worker threads; 0 = every core")
       ->default_val(0)
@@ -253,10 +259,10 @@ void read_mask(const std::string& path, Call& call) {
   }
 }
 
-// Q is float32; K and V float32 or float16, which the reader widens exactly (so a float16 file
-// gives the call the same floats as the float32 file of its values).
-constexpr attnbench::npy::Accept kQueries{.who = "Q"};
-constexpr attnbench::npy::Accept kKeysValues{.float16 = true, .who = "K and V"};
+// Q is float32 or bfloat16; K and V float32, float16 or bfloat16, which the reader widens exactly
+// (so a 16-bit file gives the call the same floats as the float32 file of its values).
+constexpr attnbench::npy::Accept kQueries{.bfloat16 = true, .who = "Q"};
+constexpr attnbench::npy::Accept kKeysValues{.float16 = true, .bfloat16 = true, .who = "K and V"};
 
 Call read_call(const CallArgs& args) {
   Call call{attnbench::npy::read(args.q, kQueries),
@@ -331,6 +337,7 @@ std::string describe(const attnbench::Kernel& kernel, std::size_t threads, const
 struct RunArgs {
   CallArgs call;
   std::string out;
+  std::string out_dtype = "f32";
   bool quantise_query = false;
 };
 
@@ -364,7 +371,9 @@ int run(const RunArgs& args) {
         *kernel, call.shape, call.options,
         {call.q.data.data(), call.k.data.data(), call.v.data.data(), o.data()}, ws);
   });
-  attnbench::npy::write(args.out, call.q.shape, o);
+  attnbench::npy::write(
+      args.out, call.q.shape, o,
+      args.out_dtype == "bf16" ? attnbench::npy::Dtype::bfloat16 : attnbench::npy::Dtype::float32);
 
   std::printf("%s, K/V stored as %s, compute %.3f ms, scratch %zu bytes, wrote %s\n",
               describe(*kernel, threads, call.shape, call.options).c_str(),
@@ -413,7 +422,7 @@ int backward(const BackwardArgs& args) {
     }
   }
   const Call call = read_call(args.call);
-  const attnbench::npy::Array d_o = attnbench::npy::read(args.d_o, {.who = "dO"});
+  const attnbench::npy::Array d_o = attnbench::npy::read(args.d_o, {.bfloat16 = true, .who = "dO"});
   require_same_shape(args.d_o, d_o, args.call.q, call.q, "dO must have the shape of Q (and O)");
   const std::size_t threads = attnbench::worker_threads(call.options);
   const tbb::global_control allow = allow_threads(threads);
@@ -468,6 +477,13 @@ int main(int argc, char** argv) {
                    "how the kernel stores K and V (rounded once, to nearest even; the arithmetic "
                    "stays float32): f32, f16, bf16, q8_0 or q4_0, as `attnbench list` says it can");
   run_cmd->add_option("--out", run_args.out, "output .npy, the shape of Q")->required();
+  run_cmd
+      ->add_option(
+          "--out-dtype", run_args.out_dtype,
+          "O's type in --out: f32, or bf16 (rounded to nearest even, descr '<V2' as np.save "
+          "writes ml_dtypes.bfloat16; np.load(...).view(ml_dtypes.bfloat16) reads it)")
+      ->default_val("f32")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   run_cmd->add_flag("--quantise-query", run_args.quantise_query,
                     "with --kv-dtype q8_0 or q4_0: round Q to q8_0 too (ggml's way) and compute "
                     "Q K^T on it (integer dot products on AVX-512 VNNI)");

@@ -61,7 +61,7 @@ std::string quoted(std::string_view v) {
 }
 
 std::size_t element_bytes(Dtype dtype) {
-  return dtype == Dtype::float16 ? 2 : dtype == Dtype::boolean ? 1 : 4;
+  return dtype == Dtype::float16 || dtype == Dtype::bfloat16 ? 2 : dtype == Dtype::boolean ? 1 : 4;
 }
 
 // Validates a shape for both reading and writing; returns the data size in bytes, `dtype`'s.
@@ -124,17 +124,21 @@ Dtype dtype_of(std::string_view descr, const Accept& accept, std::string_view na
   if (accept.float32 && descr == "<f4") return Dtype::float32;
   if (accept.float16 && descr == "<f2") return Dtype::float16;
   if (accept.boolean && descr == "|b1") return Dtype::boolean;
-  if (!accept.float32 && !accept.float16 && !accept.boolean) {
+  if (accept.bfloat16 && (descr == "<V2" || descr == "|V2")) return Dtype::bfloat16;
+  if (!accept.float32 && !accept.float16 && !accept.boolean && !accept.bfloat16) {
     fail(name, "the caller accepts no dtype");
   }
   std::string why = "dtype " + quoted(descr) + " is not supported: ";
   if (descr == ">f4" || descr == ">f2") why += "big-endian byte order; ";
   why += accept.who.empty() ? std::string("expected ") : std::string(accept.who) + " must be ";
-  if (accept.float32) why += "float32 ('<f4')";
-  if (accept.float32 && accept.float16) why += " or ";
-  if (accept.float16) why += "float16 ('<f2')";
-  if ((accept.float32 || accept.float16) && accept.boolean) why += " or ";
-  if (accept.boolean) why += "bool ('|b1')";
+  std::vector<std::string_view> kinds;
+  if (accept.float32) kinds.push_back("float32 ('<f4')");
+  if (accept.float16) kinds.push_back("float16 ('<f2')");
+  if (accept.bfloat16) kinds.push_back("bfloat16 ('<V2', as np.save writes ml_dtypes.bfloat16)");
+  if (accept.boolean) kinds.push_back("bool ('|b1')");
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    why += (i == 0 ? "" : i + 1 == kinds.size() ? " or " : ", ") + std::string(kinds[i]);
+  }
   fail(name, why);
 }
 
@@ -333,9 +337,10 @@ Header parse_header(std::string_view text, std::uintmax_t data_available, std::s
   return h;
 }
 
-// Header text exactly as numpy 1.24 writes it for a C-order '<f4' array.
-std::string header_text(std::span<const std::size_t> shape) {
-  std::string h = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_str(shape) + ", }";
+// Header text exactly as numpy 1.24 writes it for a C-order array of `dtype`.
+std::string header_text(std::span<const std::size_t> shape, Dtype dtype) {
+  std::string h = "{'descr': '" + std::string(descr(dtype)) +
+                  "', 'fortran_order': False, 'shape': " + shape_str(shape) + ", }";
   h.append(kGrowthDigits - std::min(kGrowthDigits, std::to_string(shape[0]).size()), ' ');
   // Pad so preamble + header + '\n' is a multiple of 64. Like numpy, an already aligned header
   // still gets a full 64 bytes of padding (pad is 1..64, never 0).
@@ -345,12 +350,15 @@ std::string header_text(std::span<const std::size_t> shape) {
 }
 
 std::vector<std::byte> serialise_as(std::span<const std::size_t> shape, std::span<const float> data,
-                                    std::string_view name) {
-  const std::size_t bytes = data_bytes(shape, Dtype::float32, name);
-  if (data.size() != bytes / sizeof(float))
+                                    std::string_view name, Dtype dtype) {
+  if (dtype != Dtype::float32 && dtype != Dtype::bfloat16)
+    fail(name, "writes float32 or bfloat16 only, not " + quoted(descr(dtype)));
+  const std::size_t bytes = data_bytes(shape, dtype, name);
+  const std::size_t elements = bytes / element_bytes(dtype);
+  if (data.size() != elements)
     fail(name, "data has " + std::to_string(data.size()) + " elements but shape " +
-                   shape_str(shape) + " needs " + std::to_string(bytes / sizeof(float)));
-  const std::string header = header_text(shape);  // < 400 bytes with at most 8 dimensions
+                   shape_str(shape) + " needs " + std::to_string(elements));
+  const std::string header = header_text(shape, dtype);  // < 400 bytes with at most 8 dimensions
   std::vector<std::byte> out(kMagic.size() + 4 + header.size() + bytes);
   std::byte* p = out.data();
   auto put = [&](const void* src, std::size_t n) {
@@ -362,7 +370,14 @@ std::vector<std::byte> serialise_as(std::span<const std::size_t> shape, std::spa
                                             static_cast<unsigned char>(header.size() >> 8)};
   put(version_and_len, 4);
   put(header.data(), header.size());
-  put(data.data(), bytes);
+  if (dtype == Dtype::bfloat16) {
+    for (float x : data) {
+      const std::uint16_t b = float_to_bf16(x);
+      put(&b, sizeof b);
+    }
+  } else {
+    put(data.data(), bytes);
+  }
   return out;
 }
 
@@ -377,12 +392,13 @@ Array array_of(Header& h) {
 // `halves` may be the data's own first bytes (read() converts in place): from the last element
 // down, each half is read before its float, and the floats written so far lie past every half
 // still to read.
+// A bfloat16 file's values (a.dtype) widen the same way, each the upper half of its float32.
 void widen_halves(const std::byte* halves, Array& a) {
   std::byte* out = reinterpret_cast<std::byte*>(a.data.data());
   for (std::size_t i = a.data.size(); i-- > 0;) {
     std::uint16_t h;
     std::memcpy(&h, halves + 2 * i, sizeof h);
-    const float x = f16_to_float(h);
+    const float x = a.dtype == Dtype::bfloat16 ? bf16_to_float(h) : f16_to_float(h);
     std::memcpy(out + 4 * i, &x, sizeof x);
   }
 }
@@ -405,7 +421,13 @@ void widen_bools(const std::byte* bytes, Array& a, std::string_view name) {
 }  // namespace
 
 std::string_view descr(Dtype dtype) {
-  return dtype == Dtype::float16 ? "<f2" : dtype == Dtype::boolean ? "|b1" : "<f4";
+  switch (dtype) {
+    case Dtype::float16: return "<f2";
+    case Dtype::boolean: return "|b1";
+    case Dtype::bfloat16: return "<V2";
+    case Dtype::float32: break;
+  }
+  return "<f4";
 }
 
 Array parse(std::span<const std::byte> bytes, std::string_view name, const Accept& accept) {
@@ -418,7 +440,7 @@ Array parse(std::span<const std::byte> bytes, std::string_view name, const Accep
                               pre.header_len);
   Header h = parse_header(text, bytes.size() - data_offset, name, accept);
   Array a = array_of(h);
-  if (a.dtype == Dtype::float16) {
+  if (a.dtype == Dtype::float16 || a.dtype == Dtype::bfloat16) {
     widen_halves(bytes.data() + data_offset, a);
   } else if (a.dtype == Dtype::boolean) {
     widen_bools(bytes.data() + data_offset, a, name);
@@ -462,23 +484,26 @@ Array read(const std::filesystem::path& path, const Accept& accept) {
   read_exact(text.data(), text.size());
   Header h = parse_header(text, size - pre.header_offset - pre.header_len, name, accept);
   Array a = array_of(h);
-  // A float16 file's halves go into the first half of the floats' own memory, then widen in place.
+  // A 16-bit file's halves go into the first half of the floats' own memory, then widen in place.
   read_exact(a.data.data(), h.data_bytes);
   if (std::fgetc(f.get()) != EOF) fail(name, "file grew while being read");
-  if (a.dtype == Dtype::float16) widen_halves(reinterpret_cast<const std::byte*>(a.data.data()), a);
+  if (a.dtype == Dtype::float16 || a.dtype == Dtype::bfloat16) {
+    widen_halves(reinterpret_cast<const std::byte*>(a.data.data()), a);
+  }
   if (a.dtype == Dtype::boolean) {
     widen_bools(reinterpret_cast<const std::byte*>(a.data.data()), a, name);
   }
   return a;
 }
 
-std::vector<std::byte> serialise(std::span<const std::size_t> shape, std::span<const float> data) {
-  return serialise_as(shape, data, "<memory>");
+std::vector<std::byte> serialise(std::span<const std::size_t> shape, std::span<const float> data,
+                                 Dtype dtype) {
+  return serialise_as(shape, data, "<memory>", dtype);
 }
 
 void write(const std::filesystem::path& path, std::span<const std::size_t> shape,
-           std::span<const float> data) {
-  const Output one{path, shape, data};
+           std::span<const float> data, Dtype dtype) {
+  const Output one{path, shape, data, dtype};
   write_all({&one, 1});
 }
 
@@ -508,7 +533,7 @@ void write_all(std::span<const Output> outputs) {
 
   for (const Output& out : outputs) {
     const std::string name = out.path.string();
-    const std::vector<std::byte> bytes = serialise_as(out.shape, out.data, name);
+    const std::vector<std::byte> bytes = serialise_as(out.shape, out.data, name, out.dtype);
     fs::path tmp = out.path;
     tmp += ".tmp." + std::to_string(::getpid());
     std::FILE* f = std::fopen(tmp.c_str(), "wb");

@@ -1,10 +1,10 @@
 // Reader and writer for NumPy .npy files holding float32 C-order arrays.
 //
 // Only the subset this project exchanges with Python is supported: descr '<f4' (and, where the
-// caller accepts them, '<f2' and '|b1', read into float32), fortran_order False, 1 to 8 non-zero
-// dimensions. Everything else is rejected with npy::Error rather than guessed at. The reader is
-// strict and bounds-checked throughout, so it is safe on untrusted or corrupt input. The writer
-// writes '<f4'.
+// caller accepts them, '<f2', '<V2' for bfloat16 and '|b1', read into float32), fortran_order
+// False, 1 to 8 non-zero dimensions. Everything else is rejected with npy::Error rather than
+// guessed at. The reader is strict and bounds-checked throughout, so it is safe on untrusted or
+// corrupt input. The writer writes '<f4', or '<V2' (bfloat16) when asked.
 #pragma once
 
 #include <cstddef>
@@ -23,11 +23,14 @@ class Error : public std::runtime_error {
 };
 
 // The element types a file may hold: '<f4' (float32), '<f2' (IEEE float16), both little-endian,
-// and '|b1' (bool, a byte of 0 or 1). The data always come back as float32: a float16 file is
-// widened exactly by attnbench::f16_to_float (every half is a float32; a NaN comes back quiet, its
-// payload kept), a bool file as 0 and 1 (another byte is an Error).
-enum class Dtype { float32, float16, boolean };
-// The descr numpy writes for it: "<f4", "<f2", "|b1".
+// '|b1' (bool, a byte of 0 or 1) and bfloat16. NumPy has no bfloat16 of its own: np.save writes an
+// ml_dtypes.bfloat16 array (as JAX and PyTorch users hold one) with descr '<V2', two raw bytes, the
+// bfloat16's bits little-endian; np.load gives them back as '|V2', which .view(ml_dtypes.bfloat16)
+// reads. The data always come back as float32: a float16 or bfloat16 file is widened exactly by
+// attnbench::f16_to_float or bf16_to_float (a NaN comes back quiet, its payload kept), a bool file
+// as 0 and 1 (another byte is an Error).
+enum class Dtype { float32, float16, boolean, bfloat16 };
+// The descr numpy writes for it: "<f4", "<f2", "|b1", "<V2".
 std::string_view descr(Dtype dtype);
 
 // The dtypes a read accepts, and whose arrays they are, for the error about any other dtype:
@@ -37,6 +40,7 @@ struct Accept {
   bool float32 = true;
   bool float16 = false;
   bool boolean = false;
+  bool bfloat16 = false;  // descr '<V2' or '|V2', read as bfloat16
   std::string_view who;
 };
 
@@ -56,19 +60,23 @@ Array read(const std::filesystem::path& path, const Accept& accept = {});
 
 // Serialise as numpy 1.24's np.save does for a C-contiguous float32 array: format 1.0, descr '<f4',
 // header padded with spaces and terminated by '\n' so the data starts at a multiple of 64 bytes.
-// Throws Error if data.size() != product(shape) or the shape is one parse() would reject.
-std::vector<std::byte> serialise(std::span<const std::size_t> shape, std::span<const float> data);
+// With Dtype::bfloat16, descr '<V2' and each value rounded to bfloat16 (attnbench::float_to_bf16:
+// to nearest, ties to even), as np.save writes an ml_dtypes.bfloat16 array. Throws Error if
+// data.size() != product(shape), the shape is one parse() would reject, or the dtype is another.
+std::vector<std::byte> serialise(std::span<const std::size_t> shape, std::span<const float> data,
+                                 Dtype dtype = Dtype::float32);
 
 // Write atomically: the bytes go to "<path>.tmp.<pid>" which is then renamed over `path`. On any
 // failure the temporary is removed and Error is thrown; `path` is never left partially written.
 void write(const std::filesystem::path& path, std::span<const std::size_t> shape,
-           std::span<const float> data);
+           std::span<const float> data, Dtype dtype = Dtype::float32);
 
 // One array of a write_all().
 struct Output {
   std::filesystem::path path;
   std::span<const std::size_t> shape;
   std::span<const float> data;
+  Dtype dtype = Dtype::float32;  // as serialise() writes it
 };
 
 // Several files as write() writes one, all or none: every array goes to its temporary first, and
