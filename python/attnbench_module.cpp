@@ -30,8 +30,9 @@ py::object attention(const py::handle& q_arg, const py::handle& k_arg, const py:
                      const std::optional<std::string>& kernel_name,
                      std::optional<long long> threads, bool return_lse,
                      const py::handle& kv_dtype_arg, const py::handle& cache_arg,
-                     const py::handle& mask_arg, bool quantise_query) {
+                     const py::handle& mask_arg, bool quantise_query, const py::handle& out_dtype) {
   const py::array q = float32_input(q_arg, "q");
+  const bool bf16_out = bfloat16_output(out_dtype, "out_dtype");
   attnbench::Options options =
       options_of(causal, window, alignment, scale, softcap, alibi, threads);
   options.quantise_query = quantise_query;
@@ -94,8 +95,9 @@ py::object attention(const py::handle& q_arg, const py::handle& k_arg, const py:
       attnbench::attention(*kernel, shape, options, tensors, thread_workspace());
     });
   }
-  if (lse) return py::make_tuple(out, *lse);
-  return out;
+  const py::object o = bf16_out ? py::object(rounded_to_bfloat16(out)) : py::object(out);
+  if (lse) return py::make_tuple(o, *lse);
+  return o;
 }
 
 namespace {
@@ -202,7 +204,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("kernel") = py::none(), py::arg("threads") = py::none(),
       py::arg("return_lse") = false, py::arg("kv_dtype") = py::none(),
       py::arg("cache") = py::none(), py::arg("mask") = py::none(),
-      py::arg("quantise_query") = false,
+      py::arg("quantise_query") = false, py::arg("out_dtype") = py::none(),
       R"(O = softmax(Q K^T * scale) V for float32 arrays of shape (n, d), (h, n, d) or (b, h, n, d).
 
 Args:
@@ -243,9 +245,11 @@ Args:
     quantise_query: with K stored as q8_0 or q4_0, quantise the query rows to q8_0 as well
         (ggml's way) and compute Q K^T on those values: integer dot products where the CPU has
         AVX-512 VNNI. q must then be finite.
+    out_dtype: O's type: None or "f32" (np.float32) for float32, "bf16" (ml_dtypes.bfloat16) for
+        bfloat16, rounded to nearest even from the float32 result.
 
 Returns:
-    A new float32 array of q's shape; with return_lse=True the pair (O, LSE), LSE of q's shape
+    A new float32 (or out_dtype) array of q's shape; with return_lse=True the pair (O, LSE), LSE of q's shape
     without its last axis (-inf for a row that sees no key), what attention_backward() takes.
 
 Raises:

@@ -139,17 +139,18 @@ Raises:
              const py::handle& window, const py::handle& alignment, std::optional<double> scale,
              std::optional<double> softcap, const py::handle& alibi,
              const std::optional<std::string>& kernel, std::optional<long long> threads,
-             bool return_lse, const py::handle& mask, bool quantise_query) {
+             bool return_lse, const py::handle& mask, bool quantise_query,
+             const py::handle& out_dtype) {
             return attention(q, py::none(), py::none(), causal, window, alignment, scale, softcap,
                              alibi, kernel, threads, return_lse, py::none(), self, mask,
-                             quantise_query);
+                             quantise_query, out_dtype);
           },
           py::arg("q"), py::kw_only(), py::arg("causal") = false, py::arg("window") = py::none(),
           py::arg("alignment") = py::none(), py::arg("scale") = py::none(),
           py::arg("softcap") = py::none(), py::arg("alibi_slopes") = py::none(),
           py::arg("kernel") = py::none(), py::arg("threads") = py::none(),
           py::arg("return_lse") = false, py::arg("mask") = py::none(),
-          py::arg("quantise_query") = false,
+          py::arg("quantise_query") = false, py::arg("out_dtype") = py::none(),
           "attention(q, cache=self, ...): the same call, on this cache's K and V.")
       .def_property_readonly("length", &length_of, "Tokens the cache holds now.")
       .def("__len__", &length_of, "Tokens the cache holds now (its length).")

@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -299,6 +300,41 @@ inline attnbench::KvType kv_type_of(const py::handle& arg, const char* name) {
             "'bf16', 'q8_0' or 'q4_0'");
 }
 
+// The output's type: None, "f32" or np.float32 for float32 (false), "bf16" or ml_dtypes.bfloat16
+// for bfloat16 (true).
+inline bool bfloat16_output(const py::handle& arg, const char* name) {
+  if (arg.is_none()) return false;
+  std::string text;
+  if (py::isinstance<py::str>(arg)) {
+    text = arg.cast<std::string>();
+  } else if (py::isinstance<py::dtype>(arg) || PyType_Check(arg.ptr())) {
+    try {
+      text = py::str(py::dtype::from_args(py::reinterpret_borrow<py::object>(arg)).attr("name"));
+    } catch (const py::error_already_set&) {
+      text.clear();  // not a NumPy type: reported below
+    }
+  }
+  if (text == "f32" || text == "float32") return false;
+  if (text == "bf16" || text == "bfloat16") return true;
+  if (text.empty()) {
+    throw py::type_error(std::string(name) + ": expected 'f32' or 'bf16', got " +
+                         std::string(py::repr(arg)) + " (" + type_name(arg) + ")");
+  }
+  bad_value(std::string(name) + ": '" + text + "', expected 'f32' or 'bf16'");
+}
+
+// A float32 array rounded to a new ml_dtypes.bfloat16 array of its shape (to nearest even, NaN
+// kept), as the C++ API's Bf16Tensors::o.
+inline py::array rounded_to_bfloat16(const py::array_t<float>& a) {
+  const py::object bfloat16 = py::module_::import("ml_dtypes").attr("bfloat16");
+  py::array out(py::dtype::from_args(bfloat16),
+                std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
+  auto* bits = static_cast<std::uint16_t*>(out.mutable_data());
+  const float* x = a.data();
+  for (py::ssize_t i = 0; i < a.size(); ++i) bits[i] = attnbench::float_to_bf16(x[i]);
+  return out;
+}
+
 // A count argument as a size: Error (field and value) when it is below `least`.
 inline std::size_t count_of(long long value, const char* name, long long least) {
   if (value < least) {
@@ -381,7 +417,7 @@ py::object attention(const py::handle& q_arg, const py::handle& k_arg, const py:
                      const std::optional<std::string>& kernel_name,
                      std::optional<long long> threads, bool return_lse,
                      const py::handle& kv_dtype_arg, const py::handle& cache_arg,
-                     const py::handle& mask_arg, bool quantise_query);
+                     const py::handle& mask_arg, bool quantise_query, const py::handle& out_dtype);
 // The class KvCache: in kv_cache_binding.cpp.
 void bind_kv_cache(py::module_& m);
 

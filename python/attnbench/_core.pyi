@@ -10,6 +10,9 @@ __version__: str
 
 Float32Array: TypeAlias = npt.NDArray[np.float32]
 KvDtype: TypeAlias = Literal["f32", "f16", "bf16"] | type | np.dtype[Any]
+OutDtype: TypeAlias = Literal["f32", "bf16"] | type | np.dtype[Any] | None
+""""f32" (None, np.float32) or "bf16" (ml_dtypes.bfloat16): O's type; a bf16 O is an
+ml_dtypes.bfloat16 array, where the annotations say Float32Array."""
 Alignment: TypeAlias = Literal["bottom_right", "top_left"]
 Causal: TypeAlias = bool | Alignment
 Window: TypeAlias = int | tuple[int | None, int | None] | None
@@ -100,14 +103,14 @@ class KvCache:
                   softcap: float | None = None, alibi_slopes: Sequence[float] | None = None,
                   kernel: str | None = None, threads: int | None = None,
                   return_lse: Literal[False] = False, mask: Mask = None,
-                  quantise_query: bool = False) -> Float32Array: ...
+                  quantise_query: bool = False, out_dtype: OutDtype = None) -> Float32Array: ...
     @overload
     def attention(self, q: Float32Array, *, causal: Causal = False, window: Window = None,
                   alignment: Alignment | None = None, scale: float | None = None,
                   softcap: float | None = None, alibi_slopes: Sequence[float] | None = None,
                   kernel: str | None = None, threads: int | None = None,
                   return_lse: Literal[True], mask: Mask = None,
-                  quantise_query: bool = False) -> tuple[Float32Array, Float32Array]: ...
+                  quantise_query: bool = False, out_dtype: OutDtype = None) -> tuple[Float32Array, Float32Array]: ...
     def __len__(self) -> int:
         """Tokens the cache holds now (its length)."""
     @property
@@ -145,7 +148,7 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
                   softcap: float | None = None, alibi_slopes: Sequence[float] | None = None, kernel: str | None = None,
               threads: int | None = None, return_lse: Literal[False] = False,
               kv_dtype: KvDtype | None = None, cache: KvCache | None = None,
-              mask: Mask = None, quantise_query: bool = False) -> Float32Array: ...
+              mask: Mask = None, quantise_query: bool = False, out_dtype: OutDtype = None) -> Float32Array: ...
 @overload
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
               causal: Causal = False, window: Window = None,
@@ -154,7 +157,7 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
               threads: int | None = None, return_lse: Literal[True],
               kv_dtype: KvDtype | None = None,
               cache: KvCache | None = None, mask: Mask = None,
-              quantise_query: bool = False) -> tuple[Float32Array, Float32Array]: ...
+              quantise_query: bool = False, out_dtype: OutDtype = None) -> tuple[Float32Array, Float32Array]: ...
 def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | None = None, *,
               causal: Causal = False, window: Window = None,
                   alignment: Alignment | None = None, scale: float | None = None,
@@ -162,7 +165,7 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
               threads: int | None = None, return_lse: bool = False,
               kv_dtype: KvDtype | None = None,
               cache: KvCache | None = None,
-              mask: Mask = None, quantise_query: bool = False) -> Float32Array | tuple[Float32Array, Float32Array]:
+              mask: Mask = None, quantise_query: bool = False, out_dtype: OutDtype = None) -> Float32Array | tuple[Float32Array, Float32Array]:
     """O = softmax(Q K^T * scale) V for float32 arrays of shape (n, d), (h, n, d) or (b, h, n, d).
 
     Args:
@@ -188,6 +191,8 @@ def attention(q: Float32Array, k: Float32Array | None = None, v: Float32Array | 
             attn_mask; within causal and window.
         quantise_query: with K stored as "q8_0" or "q4_0", round the query rows to q8_0 too
             (ggml's way) and compute Q K^T on them: integer dot products on AVX-512 VNNI.
+        out_dtype: O's type, "f32" (default) or "bf16" (an ml_dtypes.bfloat16 array, rounded to
+            nearest even from the float32 result).
 
     Returns:
         O of q's shape, or (O, LSE) with return_lse.

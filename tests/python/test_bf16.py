@@ -72,5 +72,33 @@ class Bf16Products(unittest.TestCase):
             attnbench.attention(q, q, q, kernel="tiled/scalar-bf16", kv_dtype="f16")
 
 
+@unittest.skipIf(ml_dtypes is None, "ml_dtypes not installed")
+class Bf16Output(unittest.TestCase):
+    def test_out_dtype_bf16_is_the_float32_result_rounded_as_ml_dtypes_rounds(self):
+        q, k, v = normal(2, 19, 8, seed=1), normal(2, 23, 8, seed=2), normal(2, 23, 8, seed=3)
+        cache = attnbench.KvCache(2, 8, 32)
+        cache.append(k, v)
+        for kernel in ("tiled/simd", "tiled/scalar"):
+            want = attnbench.attention(q, k, v, causal=True, kernel=kernel)
+            for out_dtype in ("bf16", ml_dtypes.bfloat16):
+                o, lse = attnbench.attention(q, k, v, causal=True, kernel=kernel, out_dtype=out_dtype,
+                                             return_lse=True)
+                self.assertEqual(o.dtype, ml_dtypes.bfloat16)
+                self.assertEqual(lse.dtype, np.float32)
+                self.assertEqual(o.tobytes(), want.astype(ml_dtypes.bfloat16).tobytes(), kernel)
+            self.assertEqual(attnbench.attention(q, k, v, causal=True, kernel=kernel, out_dtype="f32").tobytes(),
+                             want.tobytes())
+        through_cache = cache.attention(q, causal=True, out_dtype="bf16")
+        self.assertEqual(through_cache.tobytes(),
+                         attnbench.attention(q, k, v, causal=True, kernel=cache.kernel).astype(ml_dtypes.bfloat16).tobytes())
+
+    def test_a_bad_out_dtype_is_named(self):
+        q = normal(4, 8)
+        with self.assertRaisesRegex(ValueError, r"^out_dtype: 'float16', expected 'f32' or 'bf16'"):
+            attnbench.attention(q, q, q, out_dtype=np.float16)
+        with self.assertRaisesRegex(TypeError, r"^out_dtype: expected 'f32' or 'bf16', got 3"):
+            attnbench.attention(q, q, q, out_dtype=3)
+
+
 if __name__ == "__main__":
     unittest.main()
