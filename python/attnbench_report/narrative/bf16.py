@@ -19,14 +19,14 @@ def _bf16_peak(run, threads: int) -> float | None:
     return run._number(f"bf16_peak_gflops_threads_{threads}")
 
 
-def pairs(table: Points) -> list:
-    """(fp32 record, bf16 record) at every forward point both measured: the bf16 kernel against the
-    float32 tiled SIMD kernel the dispatcher chose."""
-    bf16 = table.forward().bf16().measured()
+def pairs(table: Points, pass_: str = "forward") -> list:
+    """(fp32 record, bf16 record) at every point of the pass both measured: the bf16 kernel against
+    the float32 tiled SIMD kernel the dispatcher chose."""
+    bf16 = table.bf16().where(pass_=pass_).measured()
     fp32_kernel = analysis.simd_kernel(table.forward().matrix().measured(), "tiled")
     if not len(bf16) or fp32_kernel is None:
         return []
-    fp32 = table.forward().matrix().measured().where(kernel=fp32_kernel)
+    fp32 = table.matrix().where(pass_=pass_).measured().where(kernel=fp32_kernel)
     out = []
     for b in sorted(bf16.where(strategy="tiled", backend="simd-bf16"), key=lambda r: (r.causal, r.d, r.threads, r.n)):
         match = fp32.where(n=b.n, d=b.d, threads=b.threads, causal=b.causal).records
@@ -49,8 +49,12 @@ def summary_item(table: Points) -> str:
         return ""
     speedups = [_speedup(f, b) for f, b in found]
     kernel = found[0][1].kernel
-    return (f"bf16 products ({fmt.code(kernel)}): {fmt.ratio(min(speedups))} to {fmt.ratio(max(speedups))} the speed "
-            f"of fp32 (median {fmt.ratio(statistics.median(speedups))} over {len(found)} points).")
+    text = (f"bf16 products ({fmt.code(kernel)}): {fmt.ratio(min(speedups))} to {fmt.ratio(max(speedups))} the speed "
+            f"of fp32 (median {fmt.ratio(statistics.median(speedups))} over {len(found)} points)")
+    backward = [_speedup(f, b) for f, b in pairs(table, "backward")]
+    if backward:
+        text += f", the backward {fmt.ratio(statistics.median(backward))} (median over {len(backward)} points)"
+    return text + "."
 
 
 def section(doc: Document, table: Points, all_threads: int) -> None:
@@ -96,15 +100,50 @@ def section(doc: Document, table: Points, all_threads: int) -> None:
                  f"d = {best_share[1].d}, {fmt.threads(best_share[1].threads, all_threads)})")
     small = [(f, b) for f, b in found if f.d == min(x.d for x, _ in found)]
     large = [(f, b) for f, b in found if f.d == max(x.d for x, _ in found)]
-    if small and large and small[0][0].d != large[0][0].d:
+    ratios = [bf / fma for t in sorted({f.threads for f, _ in found})
+              for fma, bf in [(run.fma_peak_gflops(t), _bf16_peak(run, t))] if fma and bf]
+    if ratios and max(ratios) < 1:
+        # vdpbf16ps slower than the FMAs it replaces: the products cannot gain, the softmax is the same
+        text += (f". Here `vdpbf16ps` delivers {fmt.ratio(min(ratios))} to {fmt.ratio(max(ratios))} of the fp32 FMA "
+                 "rate (the measured peaks), so bf16 products take longer than fp32 ones on this CPU and the bf16 "
+                 "kernel can only be slower; it runs above that ratio because the softmax between the products "
+                 "(exp, max, sum, in float32 either way) takes the same time in both. What bf16 buys here is half "
+                 "the bytes of K and V (the decode section's types)")
+    elif small and large and small[0][0].d != large[0][0].d:
         text += (f". The gain grows with d (median {fmt.ratio(statistics.median(_speedup(f, b) for f, b in small))} "
                  f"at d = {small[0][0].d}, {fmt.ratio(statistics.median(_speedup(f, b) for f, b in large))} at "
                  f"d = {large[0][0].d}): the products halve their instructions, the softmax between them (exp, max, "
                  "sum and the rounding of P, per score whatever d) does not, so its share of the time grows as d "
                  "shrinks")
     s.add(Paragraph(text + "."))
+    _backward(s, table, all_threads)
     s.add(Bullets([
         "Accuracy: the kernels are tested against the float64 oracle on the bfloat16-rounded inputs, within the "
         "float32 bound plus one bfloat16 rounding of the weights (docs/testing.md).",
-        "Not measured here: the bf16 backward and AMX tiles (this build has neither), and the softmax's share in "
-        "the phases window (fp32 only)."]))
+        "Not measured here: AMX tiles (no kernel of this build uses them), and the softmax's share in the phases "
+        "window (fp32 only)."]))
+
+
+def _backward(s, table: Points, all_threads: int) -> None:
+    """The bf16 backward beside the fp32 one, at the matrix's backward points."""
+    found = pairs(table, "backward")
+    if not found:
+        return
+    run = table.runs[0]
+    rows = []
+    for f, b in found:
+        fma, bf = run.fma_peak_gflops(f.threads), _bf16_peak(run, b.threads)
+        speed_f, speed_b = fastest_gflops(f) or f.gflops_median, fastest_gflops(b) or b.gflops_median
+        rows.append([fmt.count(f.n), str(f.d), fmt.threads(f.threads, all_threads), fmt.ms(f.time_ms_median),
+                     fmt.ms(b.time_ms_median), fmt.ratio(_speedup(f, b)),
+                     fmt.pct(100 * speed_f / fma if fma else math.nan, 0),
+                     fmt.pct(100 * speed_b / bf if bf else math.nan, 0)])
+    s.add(Table(["n", "d", "threads", "fp32 backward", "bf16 backward", "bf16 speed over fp32",
+                 "fp32 % of FMA peak", "bf16 % of bf16 peak"], rows,
+                caption="The backward pass (dQ, dK, dV from the forward's O and LSE: five products of the "
+                        "forward's size), median times; ratio and shares from the fastest repetitions."))
+    speedups = [_speedup(f, b) for f, b in found]
+    s.add(Paragraph(
+        f"The bf16 backward runs {fmt.ratio(min(speedups))} to {fmt.ratio(max(speedups))} the speed of the fp32 one "
+        f"(median {fmt.ratio(statistics.median(speedups))} over {len(found)} points): its five products are bf16 "
+        "products too (P and dS rounded once each), its recomputed softmax and the gradients' accumulators float32."))

@@ -1,0 +1,62 @@
+"""The section "bf16 against fp32" on hand-made points of known ratios: the forward's and the
+backward's tables, and the explanation the measured peaks call for (a bf16 product peak under the
+FMA peak: bf16 can only be slower, and says so; over it: the gain with d)."""
+from __future__ import annotations
+
+import unittest
+
+import support
+from attnbench_report.document import Document
+from attnbench_report.narrative import bf16
+
+
+def point(kernel, n, d, ms, threads=1, pass_="forward"):
+    factor = {"forward": 1.0, "backward": 2.5}[pass_]
+    flops = factor * 4.0 * n * n * d
+    suffix = "" if pass_ == "forward" else f"/pass:{pass_}"
+    return (f"{kernel}/n:{n}/d:{d}/threads:{threads}/causal:0{suffix}", ms,
+            {"GFLOP/s": flops / (ms * 1e6), "flops_per_call": flops, "scratch_bytes": 1e6, "bytes_moved": 1e6})
+
+
+def table(bf16_peak: float):
+    fp32, b16 = "tiled/simd/avx512f", "tiled/simd-bf16/avx512bf16"
+    points = []
+    for d in (64, 128):
+        points += [point(fp32, 1024, d, 2.0 * d / 64), point(b16, 1024, d, 4.0 * d / 64),
+                   point(fp32, 1024, d, 5.0 * d / 64, pass_="backward"),
+                   point(b16, 1024, d, 8.0 * d / 64, pass_="backward")]
+    context = {"host_name": "synthetic", "num_cpus": 2, "threads_all": "2", "fma_peak_gflops_threads_1": "200",
+               "bf16_peak_gflops_threads_1": str(bf16_peak), "dispatch tiled/simd": fp32}
+    return support.load_points(points, context)
+
+
+def text_of(points) -> str:
+    """The section's paragraphs, bullets and table rows (cells joined by " | ")."""
+    doc = Document("t", "s")
+    bf16.section(doc, points, 2)
+    out = []
+    for block in doc.sections[0].blocks:
+        out += [block.text] if block.kind == "paragraph" else block.items if block.kind == "bullets" else \
+            [block.caption] + [" | ".join(row) for row in block.rows]
+    return "\n".join(out)
+
+
+class Bf16Section(unittest.TestCase):
+    def test_forward_and_backward_ratios_from_the_points(self):
+        text = text_of(table(100.0))
+        self.assertIn("bf16 runs 0.500x to 0.500x the speed of fp32", text)
+        self.assertIn("1,024 | 64 | 1 thread | 5.00 ms | 8.00 ms | 0.625x", text)
+        self.assertIn("The bf16 backward runs 0.625x to 0.625x the speed of the fp32 one (median 0.625x over 2 points)",
+                      text)
+        self.assertIn("the backward 0.625x (median over 2 points)", bf16.summary_item(table(100.0)))
+
+    def test_a_slower_bf16_peak_is_named_as_the_cause(self):
+        slow, fast = text_of(table(100.0)), text_of(table(400.0))
+        self.assertIn("`vdpbf16ps` delivers 0.500x to 0.500x of the fp32 FMA rate", slow)
+        self.assertNotIn("The gain grows with d", slow)
+        self.assertNotIn("vdpbf16ps` delivers", fast)
+        self.assertIn("The gain grows with d", fast)
+
+
+if __name__ == "__main__":
+    unittest.main()
