@@ -19,7 +19,12 @@ class PackedHead {
   // q_len x kv_len x d, not causal; q, k and v must outlive it. Packs once.
   PackedHead(const kernels::SimdTable& table, const float* q, const float* k, const float* v,
              std::size_t q_len, std::size_t kv_len, std::size_t d)
-      : code_(table.tiled[static_cast<std::size_t>(KvType::f32)]),
+      : PackedHead(table.tiled[static_cast<std::size_t>(KvType::f32)], q, k, v, q_len, kv_len, d) {}
+  // The same for a kernel's code (a bf16-products kernel's: Bf16Table::tiled), which must outlive
+  // it.
+  PackedHead(const kernels::KernelCode& code, const float* q, const float* k, const float* v,
+             std::size_t q_len, std::size_t kv_len, std::size_t d)
+      : code_(code),
         o_(q_len * d),
         packed_(allocate(code_, kv_len, d), &std::free),
         head_{.q = q,

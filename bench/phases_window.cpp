@@ -42,24 +42,37 @@ PhasesPreset phases_preset(const std::string& name) {
 constexpr const char* kPhaseNames[] = {"all", "score", "softmax", "blend", "pack"};
 constexpr std::size_t kPhaseCount = std::size(kPhaseNames);
 
-const kernels::SimdTable* table_of(const Kernel& kernel) {
-  for (const kernels::SimdTable* table : kernels::simd_tables()) {
-    if (table->isa == kernel.isa) return table;
+// A tiled SIMD kernel's forward code and its phase variants: float32's SimdTable, or a
+// bf16-products kernel's Bf16Table.
+struct PhaseCode {
+  const kernels::KernelCode* code = nullptr;
+  kernels::TiledPhases phases{};
+};
+PhaseCode code_of(const Kernel& kernel) {
+  if (kernel.products == attnbench::Products::bf16) {
+    for (const kernels::Bf16Table* table : kernels::bf16_tables()) {
+      if (table->isa == kernel.isa) return {&table->tiled, table->phases};
+    }
+    return {};
   }
-  return nullptr;
+  for (const kernels::SimdTable* table : kernels::simd_tables()) {
+    if (table->isa == kernel.isa)
+      return {&table->tiled[static_cast<std::size_t>(KvType::f32)], table->phases};
+  }
+  return {};
 }
 
 void run_phases(benchmark::State& state, const Kernel* kernel, std::size_t n, std::size_t d,
                 double seconds, std::size_t min_rounds) {
   try {
-    const kernels::SimdTable& table = *table_of(*kernel);
+    const PhaseCode code = code_of(*kernel);
     const Shape shape{1, 1, 1, n, n, d};
-    PackedHead problem(table, random_tensor(shape.q_elements(), 40).data(),
+    PackedHead problem(*code.code, random_tensor(shape.q_elements(), 40).data(),
                        random_tensor(shape.kv_elements(), 41).data(),
                        random_tensor(shape.kv_elements(), 42).data(), n, n, d);
     Workspace ws;
-    const kernels::ComputeRows rows[] = {problem.code().forward.rows, table.phases.score,
-                                         table.phases.softmax, table.phases.blend};
+    const kernels::ComputeRows rows[] = {problem.code().forward.rows, code.phases.score,
+                                         code.phases.softmax, code.phases.blend};
     using clock = std::chrono::steady_clock;
     auto call = [&](std::size_t phase) {
       const auto a = clock::now();
@@ -110,7 +123,7 @@ void register_phases(const std::string& preset_name, std::map<std::string, doubl
     if (kernel.dispatches || kernel.strategy != Strategy::tiled ||
         kernel.backend != Backend::simd || !kernel.available())
       continue;
-    if (table_of(kernel) == nullptr) continue;
+    if (code_of(kernel).code == nullptr) continue;
     for (std::size_t d : preset.dims) {
       for (std::size_t n : preset.lengths) {
         const std::string name = "phases/" + std::string(kernel.name) + "/n:" + std::to_string(n) +

@@ -141,6 +141,7 @@ const Registry& the_registry() {
 }  // namespace
 
 std::span<const kernels::SimdTable* const> kernels::simd_tables() { return kSimdByPriority; }
+std::span<const kernels::Bf16Table* const> kernels::bf16_tables() { return kBf16ByPriority; }
 
 const kernels::KernelCode* kernels::code(const Kernel& kernel, KvType type) {
   const Registry& r = the_registry();

@@ -23,7 +23,11 @@ constexpr KernelCode tiled_bf16_code() {
 
 }  // namespace
 
-constexpr Bf16Table bf16_avx512bf16{.isa = Isa::avx512bf16,
-                                    .tiled = tiled_bf16_code<xsimd::avx512bw>()};
+using Bf16Avx512 = TiledBf16<xsimd::avx512bw>;
+constexpr Bf16Table bf16_avx512bf16{
+    .isa = Isa::avx512bf16,
+    .tiled = tiled_bf16_code<xsimd::avx512bw>(),
+    .phases = {Bf16Avx512::phase_rows<kScorePhase>, Bf16Avx512::phase_rows<kSoftmaxPhase>,
+               Bf16Avx512::phase_rows<kBlendPhase>}};
 
 }  // namespace attnbench::kernels

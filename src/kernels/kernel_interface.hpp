@@ -307,19 +307,21 @@ struct KernelCode {
 // One ISA's SIMD kernels: naive_simd.hpp and tiled_simd.hpp instantiated for that ISA by its one
 // translation unit simd_<isa>.cpp, the only file compiled with the ISA's flags. Both strategies
 // read the same packed layout.
+// A tiled forward with one phase alone, for the cost model (bench/): the same loops as its
+// forward.rows doing only the score product S = Q K^T, only the softmax's sweeps (scale and max,
+// exp and sum, on a score tile that starts zeroed and then holds their own output; a bf16 kernel's
+// rounding of P with them), or only the blend O += P V. Their output is not attention.
+struct TiledPhases {
+  ComputeRows score, softmax, blend;
+};
+
 struct SimdTable {
   Isa isa;
   KernelCode naive[kKvTypes];  // indexed by KvType
   KernelCode tiled[kKvTypes];
   void (*exp)(const float* x, float* y, std::size_t n);   // the kernels' vector exp and
   void (*exp2)(const float* x, float* y, std::size_t n);  // exp2, for their tests
-  // The tiled forward (float32 K/V) with one phase alone, for the cost model (bench/): the same
-  // loops as tiled[f32].forward.rows doing only the score product S = Q K^T, only the softmax's
-  // sweeps (scale and max, exp and sum, on a score tile that starts zeroed and then holds their own
-  // output), or only the blend O += P V. Their output is not attention.
-  struct Phases {
-    ComputeRows score, softmax, blend;
-  } phases;
+  TiledPhases phases;                                     // of tiled[f32]
   // One score row in place: s = s * scale, then softmax over its `count` elements (max
   // subtracted, that exp); returns the row sum l (0 means a zero row) and, when `lse` is not
   // null, writes the row's log-sum-exp there. For naive/openblas.
@@ -338,6 +340,7 @@ struct SimdTable {
 struct Bf16Table {
   Isa isa;
   KernelCode tiled;
+  TiledPhases phases;  // of tiled
 };
 
 // The descriptors, one per kernel file.
@@ -354,6 +357,8 @@ extern const KernelCode tiled_scalar_bf16;
 
 // Every SimdTable, widest ISA first: the order dispatch tries them in (registry.cpp).
 std::span<const SimdTable* const> simd_tables();
+// The bf16-products descriptors, widest ISA first.
+std::span<const Bf16Table* const> bf16_tables();
 
 // Bytes of the packed K and V copy a call with `packing` makes of one (batch, key/value head),
 // padded to whole cache lines so that every head's copy starts aligned: 0 for a kernel that

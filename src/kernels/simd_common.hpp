@@ -28,6 +28,10 @@ namespace {
 
 inline std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
 
+// The phases of a tiled forward, as bits: the kernel runs them all; the cost model's variants
+// (TiledPhases) one alone, over the same loops, to time it.
+enum TiledPhase : unsigned { kScorePhase = 1, kSoftmaxPhase = 2, kBlendPhase = 4, kAllPhases = 7 };
+
 template <class Arch>
 struct Simd : SimdSoftmax<Arch> {
   using Storage = SimdStorage<Arch>;

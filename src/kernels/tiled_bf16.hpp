@@ -305,8 +305,10 @@ struct TiledBf16 : Simd<Arch> {
   // ---------------------------------------------------------------------------------------------
   // The forward: rows `rows` against keys `keys` (keys.begin a multiple of the key block), as
   // TiledSimd::compute without its decode and L3 paths: query blocks of Simd::query_block rows,
-  // key blocks of Simd::key_block keys, group after group over each block.
+  // key blocks of Simd::key_block keys, group after group over each block. A variant with only
+  // some `Phases` skips the others' work, its tiles starting zeroed (the cost model times it).
   // ---------------------------------------------------------------------------------------------
+  template <unsigned Phases = kAllPhases>
   static void compute(const HeadProblem& head, RowRange rows, KeyRange keys,
                       const PartialRows* partial, Workspace& ws) {
     const std::size_t d = head.head_dim;
@@ -322,6 +324,10 @@ struct TiledBf16 : Simd<Arch> {
     float* l = ws.take<float>(Br);
     float* alpha = ws.take<float>(MR);
     Pair* q_packed = ws.take<Pair>(round_up(Br, MR) * pd);
+    if constexpr (Phases != kAllPhases) {
+      for (std::size_t x = 0; x < MR * Ss; ++x) s_tile[x] = 0.0f;
+      for (std::size_t x = 0; x < MR * Ps; ++x) p_tile[x] = 0;
+    }
     const Pair* kt = static_cast<const Pair*>(head.kv_packed);
     const Pair* v = packed_v(kt, head.kv_capacity, d);
 
@@ -344,10 +350,13 @@ struct TiledBf16 : Simd<Arch> {
           const auto seen = S::block_keys(head, i0 + g, mr, j0, bc);
           if (!seen.any()) continue;
           const std::size_t p0 = seen.first / NR * NR;  // the first key's panel
-          score_rows<Ss>(mr, q_packed + g / group * MR * pd, pd, kt + (j0 + p0) * pd,
-                         (seen.widest - p0 + NR - 1) / NR, s_tile + p0);
+          if constexpr ((Phases & kScorePhase) != 0) {
+            score_rows<Ss>(mr, q_packed + g / group * MR * pd, pd, kt + (j0 + p0) * pd,
+                           (seen.widest - p0 + NR - 1) / NR, s_tile + p0);
+          }
           bool rescale = false;
-          for (std::size_t r = 0; r < mr; ++r) {  // the float32 kernel's online softmax
+          for (std::size_t r = 0; r < mr && (Phases & kSoftmaxPhase) != 0; ++r) {
+            // the float32 kernel's online softmax
             float* s_r = s_tile + r * Ss;
             float scale = head.scale;
             if (head.only_drops_keys()) {  // the sweeps scale what it leaves
@@ -384,8 +393,10 @@ struct TiledBf16 : Simd<Arch> {
                 S::mul_add(l[g + r], alpha[r],
                            S::exp_and_sum(s_r, seen.begin[r], seen.end[r], scale, m_ref, round));
           }
-          blend_group<Ps>(mr, seen, p_tile, v + j0 / 2 * dp, dp, rescale ? alpha : nullptr,
-                          o_acc + g * dp);
+          if constexpr ((Phases & kBlendPhase) != 0) {
+            blend_group<Ps>(mr, seen, p_tile, v + j0 / 2 * dp, dp, rescale ? alpha : nullptr,
+                            o_acc + g * dp);
+          }
         }
       }
       S::finish_rows(head, i0, br, o_acc, dp, m, l, partial, rows.begin);
@@ -394,6 +405,10 @@ struct TiledBf16 : Simd<Arch> {
 
   static void rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
     compute(head, rows, KeyRange{0, head.kv_len}, nullptr, ws);
+  }
+  template <unsigned Phase>
+  static void phase_rows(const HeadProblem& head, RowRange rows, Workspace& ws) {
+    compute<Phase>(head, rows, KeyRange{0, head.kv_len}, nullptr, ws);
   }
   static void partial_rows(const HeadProblem& head, RowRange rows, KeyRange keys, PartialRows out,
                            Workspace& ws) {

@@ -22,10 +22,6 @@
 namespace attnbench::kernels {
 namespace {
 
-// The phases of the tiled forward, as bits: the kernel runs them all; the cost model's variants
-// (SimdTable::phases) one alone, over the same loops, to time it.
-enum TiledPhase : unsigned { kScorePhase = 1, kSoftmaxPhase = 2, kBlendPhase = 4, kAllPhases = 7 };
-
 template <class Arch, class T>
 struct TiledSimd : Simd<Arch> {
   using S = Simd<Arch>;

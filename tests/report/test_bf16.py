@@ -7,6 +7,7 @@ import unittest
 
 import support
 from attnbench_report.document import Document
+from attnbench_report.model import MeasuredPhases
 from attnbench_report.narrative import bf16
 
 
@@ -30,10 +31,10 @@ def table(bf16_peak: float):
     return support.load_points(points, context)
 
 
-def text_of(points) -> str:
+def text_of(points, phases=None) -> str:
     """The section's paragraphs, bullets and table rows (cells joined by " | ")."""
     doc = Document("t", "s")
-    bf16.section(doc, points, 2)
+    bf16.section(doc, points, 2, phases)
     out = []
     for block in doc.sections[0].blocks:
         out += [block.text] if block.kind == "paragraph" else block.items if block.kind == "bullets" else \
@@ -56,6 +57,25 @@ class Bf16Section(unittest.TestCase):
         self.assertNotIn("The gain grows with d", slow)
         self.assertNotIn("vdpbf16ps` delivers", fast)
         self.assertIn("The gain grows with d", fast)
+
+
+    def test_phases_each_product_of_its_own_peak_and_the_softmax_share(self):
+        def measured(kernel, score, softmax, blend):
+            all_ = score + softmax + blend
+            return MeasuredPhases(kernel, 1024, 128, {"all": all_, "score": score, "softmax": softmax,
+                                                      "blend": blend, "pack": 0.1},
+                                  {"all": 1.0, "score": score / all_, "softmax": softmax / all_,
+                                   "blend": blend / all_, "pack": 0.0})
+        # one product at n = 1024, d = 128: 2 n^2 d = 268 MFLOP; 2.684 ms is 100 GFLOP/s
+        phases = [measured("tiled/simd/avx512f", 1.342, 0.5, 1.342),
+                  measured("tiled/simd-bf16/avx512bf16", 2.684, 0.5, 2.684)]
+        text = text_of(table(100.0), phases)
+        self.assertIn("`tiled/simd/avx512f` | 1,024 | 128 | 3.18 ms | 1.34 ms (100%) | 0.500 ms (16%) | 1.34 ms (100%)",
+                      text)
+        self.assertIn("`tiled/simd-bf16/avx512bf16` | 1,024 | 128 | 5.87 ms | 2.68 ms (100%) | 0.500 ms (9%)", text)
+        self.assertIn("the bf16 products take 2.00x the fp32 products' time here, so the softmax weighs less", text)
+        self.assertNotIn("bf16 kernel's phases (the phases window timed float32 kernels only)", text)
+        self.assertIn("bf16 kernel's phases (the phases window timed float32 kernels only)", text_of(table(100.0)))
 
 
 if __name__ == "__main__":

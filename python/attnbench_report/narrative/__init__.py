@@ -96,7 +96,7 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
     narrative_shapes.decode_and_gqa(doc, forward, all_threads)
     if len(matrix.measured()):
         narrative_backward.section(doc, table, figures, all_threads)
-        narrative_bf16.section(doc, table, all_threads)
+        narrative_bf16.section(doc, table, all_threads, phases)
     narrative_decode.section(doc, decode, figures)
     narrative_context.section(doc, context, figures, all_threads)
     narrative_ring.section(doc, ring, figures)

@@ -57,8 +57,9 @@ def summary_item(table: Points) -> str:
     return text + "."
 
 
-def section(doc: Document, table: Points, all_threads: int) -> None:
-    """The section, when the run measured a bf16-products kernel beside the float32 one."""
+def section(doc: Document, table: Points, all_threads: int, phases: list | None = None) -> None:
+    """The section, when the run measured a bf16-products kernel beside the float32 one; `phases`:
+    the phases window's points (model.load_phases), where it timed both kernels' phases."""
     found = pairs(table)
     if not found:
         return
@@ -116,12 +117,57 @@ def section(doc: Document, table: Points, all_threads: int) -> None:
                  "sum and the rounding of P, per score whatever d) does not, so its share of the time grows as d "
                  "shrinks")
     s.add(Paragraph(text + "."))
+    timed_phases = _phases(s, run, phases or [], fp32_kernel, kernel)
     _backward(s, table, all_threads)
     s.add(Bullets([
         "Accuracy: the kernels are tested against the float64 oracle on the bfloat16-rounded inputs, within the "
         "float32 bound plus one bfloat16 rounding of the weights (docs/testing.md).",
-        "Not measured here: AMX tiles (no kernel of this build uses them), and the softmax's share in the phases "
-        "window (fp32 only)."]))
+        "Not measured here: AMX tiles (no kernel of this build uses them)"
+        + ("." if timed_phases else ", and the bf16 kernel's phases (the phases window timed float32 kernels "
+                                    "only).")]))
+
+
+def _phases(s, run, phases: list, fp32_kernel: str, kernel: str) -> bool:
+    """Each kernel's phases timed alone (the phases window, one thread), at the points where the
+    window timed both: each product against its own peak, and the softmax's share of the call.
+    Whether it had any."""
+    by_point = {(m.kernel, m.n, m.d): m for m in phases}
+    both = sorted((n, d) for k, n, d in by_point if k == kernel and (fp32_kernel, n, d) in by_point)
+    if not both:
+        return False
+    fma, bf = run.fma_peak_gflops(1), _bf16_peak(run, 1)
+    rows, shares = [], []
+    for n, d in both:
+        each = 2.0 * n * n * d  # FLOPs of one product
+        for name, peak in ((fp32_kernel, fma), (kernel, bf)):
+            m = by_point[(name, n, d)]
+
+            def of_peak(ms: float) -> str:
+                return fmt.pct(100 * each / (ms * 1e6) / peak, 0) if peak and ms > 0 else "–"
+
+            rows.append([fmt.code(name), fmt.count(n), str(d), fmt.ms(m.ms["all"]),
+                         f"{fmt.ms(m.ms['score'])} ({of_peak(m.ms['score'])})",
+                         f"{fmt.ms(m.ms['softmax'])} ({fmt.pct(100 * m.share['softmax'], 0)})",
+                         f"{fmt.ms(m.ms['blend'])} ({of_peak(m.ms['blend'])})"])
+            shares.append((name, m.share["softmax"]))
+    s.add(Table(["kernel", "n", "d", "whole kernel", "Q Kᵀ (of its peak)", "softmax (of the kernel)",
+                 "P V (of its peak)"], rows,
+                caption="Phases alone, one thread (the phases window, `phases.json`: the kernel's own loops with one "
+                        "phase at a time, in rotating rounds; the bf16 kernel's softmax includes rounding P to "
+                        "bfloat16). Each product's share is of its own peak, the FMA peak for fp32 and the "
+                        "vdpbf16ps peak for bf16:"))
+    fp32_share = statistics.median(x for k, x in shares if k == fp32_kernel)
+    bf16_share = statistics.median(x for k, x in shares if k == kernel)
+    products = statistics.median(
+        (by_point[(kernel, n, d)].ms["score"] + by_point[(kernel, n, d)].ms["blend"])
+        / (by_point[(fp32_kernel, n, d)].ms["score"] + by_point[(fp32_kernel, n, d)].ms["blend"]) for n, d in both)
+    s.add(Paragraph(
+        f"The softmax takes {fmt.pct(100 * bf16_share, 0)} of the bf16 kernel's time against "
+        f"{fmt.pct(100 * fp32_share, 0)} of the fp32 kernel's (medians over these points), its float32 work per "
+        f"score the same in both (the rounding of P aside); the bf16 products take {fmt.ratio(products)} the fp32 "
+        "products' time here, so the softmax weighs " + ("more" if products < 1 else "less") +
+        " in the bf16 kernel" + (", and becomes its limit first as d shrinks." if products < 1 else ".")))
+    return True
 
 
 def _backward(s, table: Points, all_threads: int) -> None:
