@@ -6,7 +6,10 @@ contenders that offer them, each used as its users use it:
   `KvCache` filled once per point, as a decode loop keeps one;
 - PyTorch: `scaled_dot_product_attention` on tensors that require gradients, `backward(dO)`
   through autograd (the flash kernel's backward when the forward took it: recorded from the
-  autograd node); decode with `enable_gqa=True` on the cache's tensors as they are.
+  autograd node); decode with `enable_gqa=True` on the cache's tensors as they are;
+- ONNX Runtime: decode through its CPU `GroupQueryAttention` (com.microsoft), as onnxruntime-genai
+  runs a decoder: the past K and V in one buffer of the cache's length that the present shares
+  (bound once with IOBinding), the new token's K and V appended into it by the call.
 
 A training point's contenders are checked, every gradient element against the backward oracle, on
 a problem of the point's head dim, mask and threads but at most CHECK_TRAINING_N rows (the oracle
@@ -18,7 +21,7 @@ import numpy as np
 
 from .capi import Capi
 from .forward import Contender, sdpa_path
-from .libraries import TORCH_ERROR, torch
+from .libraries import ONNXRUNTIME_ERROR, TORCH_ERROR, onnx, onnxruntime, torch
 
 # The largest training problem checked against the backward oracle before a point is timed.
 CHECK_TRAINING_N = 256
@@ -129,6 +132,81 @@ class AttnbenchDecode(_Ours, Decode):
             self.capi.cache_free(self.cache)
         self.cache = None
         super().release()
+
+
+class OnnxRuntimeGqaDecode(Decode):
+    """ONNX Runtime's CPU GroupQueryAttention for one new token of every query head: the point's n
+    keys as n - 1 past tokens plus the new one, the past buffer (kv_heads, n, d) shared with the
+    present output, so the call writes only the new token's K and V and reads the cache in place."""
+
+    name = "onnxruntime/gqa"
+
+    def __init__(self):
+        version = onnxruntime.__version__ if onnxruntime is not None else "not installed"
+        self.description = {"role": "peer", "library": "ONNX Runtime", "version": version, "fused": True,
+                            "threading": "its intra-op thread pool (intra_op_num_threads, inter_op 1)",
+                            "how": "com.microsoft.GroupQueryAttention(num_heads, kv_num_heads) on the new token, "
+                                   "past and present K/V sharing one buffer (IOBinding), CPUExecutionProvider"}
+        self.label = "GroupQueryAttention, past and present K/V in one shared buffer"
+
+    def unsupported(self, point):
+        return "" if onnxruntime is not None else \
+            f"missing: ONNX Runtime (onnxruntime, onnx, requirements.txt): {ONNXRUNTIME_ERROR}"
+
+    def prepare(self, point, q, k, v):
+        super().prepare(point, q, k, v)
+        heads, kv_heads, d, n = point["q_heads"], point["kv_heads"], point["d"], point["n"]
+        helper, f32, i32 = onnx.helper, onnx.TensorProto.FLOAT, onnx.TensorProto.INT32
+        node = helper.make_node("GroupQueryAttention", ["query", "key", "value", "past_key", "past_value",
+                                                        "seqlens_k", "total_sequence_length"],
+                                ["output", "present_key", "present_value"], domain="com.microsoft",
+                                num_heads=heads, kv_num_heads=kv_heads)
+        cache = [1, kv_heads, n, d]
+        inputs = [helper.make_tensor_value_info("query", f32, [1, 1, heads * d]),
+                  helper.make_tensor_value_info("key", f32, [1, 1, kv_heads * d]),
+                  helper.make_tensor_value_info("value", f32, [1, 1, kv_heads * d]),
+                  helper.make_tensor_value_info("past_key", f32, cache),
+                  helper.make_tensor_value_info("past_value", f32, cache),
+                  helper.make_tensor_value_info("seqlens_k", i32, [1]),
+                  helper.make_tensor_value_info("total_sequence_length", i32, [])]
+        outputs = [helper.make_tensor_value_info("output", f32, [1, 1, heads * d]),
+                   helper.make_tensor_value_info("present_key", f32, cache),
+                   helper.make_tensor_value_info("present_value", f32, cache)]
+        model = helper.make_model(helper.make_graph([node], "gqa", inputs, outputs),
+                                  opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = point["threads"]
+        options.inter_op_num_threads = 1
+        self.session = onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                                    providers=["CPUExecutionProvider"])
+        # The cache as a decode loop holds it: n - 1 tokens written, the new one's slot included.
+        self.past = [onnxruntime.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(x[None])) for x in (k, v)]
+        self.new = [np.ascontiguousarray(x[:, n - 1].reshape(1, 1, kv_heads * d)) for x in (k, v)]
+        self.query = np.ascontiguousarray(q.reshape(1, 1, heads * d))
+        self.lengths = (np.array([n - 1], dtype=np.int32), np.array(n, dtype=np.int32))
+        binding = self.session.io_binding()
+        binding.bind_cpu_input("query", self.query)
+        binding.bind_cpu_input("key", self.new[0])
+        binding.bind_cpu_input("value", self.new[1])
+        binding.bind_ortvalue_input("past_key", self.past[0])
+        binding.bind_ortvalue_input("past_value", self.past[1])
+        binding.bind_cpu_input("seqlens_k", self.lengths[0])
+        binding.bind_cpu_input("total_sequence_length", self.lengths[1])
+        binding.bind_output("output")
+        binding.bind_ortvalue_output("present_key", self.past[0])
+        binding.bind_ortvalue_output("present_value", self.past[1])
+        self.binding = binding
+
+    def run(self):
+        self.session.run_with_iobinding(self.binding)
+
+    def output(self):
+        o = self.binding.get_outputs()[0].numpy()
+        return np.ascontiguousarray(o.reshape(self.point["q_heads"], 1, self.point["d"]), dtype=np.float32)
+
+    def release(self):
+        super().release()
+        self.session = self.binding = self.past = self.new = self.query = None
 
 
 class TorchSdpaDecode(_Torch, Decode):

@@ -179,7 +179,7 @@ def contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
             "forward+backward": [passes.AttnbenchTraining(capi, ours.name, ours.description),
                                  passes.TorchSdpaTraining(torch_sdpa.description)],
             "decode": [passes.AttnbenchDecode(capi, ours.name, ours.description),
-                       passes.TorchSdpaDecode(torch_sdpa.description)]}
+                       passes.TorchSdpaDecode(torch_sdpa.description), passes.OnnxRuntimeGqaDecode()]}
 
 
 def bf16_contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
@@ -256,8 +256,8 @@ def main(argv=None) -> int:
         "isolation": "every point in a worker process, kept while healthy; a crash or hang fails that point",
         **capi.build(),
     }
-    for c in contenders:
-        context[f"contender {c.name}"] = json.dumps(c.description)
+    for c in [c for pass_contenders in by_pass.values() for c in pass_contenders]:
+        context.setdefault(f"contender {c.name}", json.dumps(c.description))  # a pass's own (decode's GQA)
     benchmarks = []
     start = time.perf_counter()
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
