@@ -272,19 +272,24 @@ inline std::string type_name(const py::handle& arg) {
   return py::str(py::type::of(arg).attr("__name__"));
 }
 
+// A type argument's text: a string as it is, a NumPy dtype or scalar type by its dtype's name
+// ("float32", "bfloat16"), anything else "" (the caller reports it).
+inline std::string type_text(const py::handle& arg) {
+  if (py::isinstance<py::str>(arg)) return arg.cast<std::string>();
+  if (py::isinstance<py::dtype>(arg) || PyType_Check(arg.ptr())) {
+    try {
+      return py::str(py::dtype::from_args(py::reinterpret_borrow<py::object>(arg)).attr("name"));
+    } catch (const py::error_already_set&) {
+      return "";  // not a NumPy type
+    }
+  }
+  return "";
+}
+
 // A K/V storage type given as "f32", "f16", "bf16", "q8_0", "q4_0", or as a NumPy dtype or scalar
 // type of float32, float16 or bfloat16 (np.float16, ml_dtypes.bfloat16, np.dtype("float32")).
 inline attnbench::KvType kv_type_of(const py::handle& arg, const char* name) {
-  std::string text;
-  if (py::isinstance<py::str>(arg)) {
-    text = arg.cast<std::string>();
-  } else if (py::isinstance<py::dtype>(arg) || PyType_Check(arg.ptr())) {
-    try {
-      text = py::str(py::dtype::from_args(py::reinterpret_borrow<py::object>(arg)).attr("name"));
-    } catch (const py::error_already_set&) {
-      text.clear();  // not a NumPy type: reported below
-    }
-  }
+  std::string text = type_text(arg);
   if (text.empty()) {
     throw py::type_error(std::string(name) +
                          ": expected 'f32', 'f16', 'bf16', 'q8_0' or 'q4_0', got " +
@@ -304,16 +309,7 @@ inline attnbench::KvType kv_type_of(const py::handle& arg, const char* name) {
 // for bfloat16 (true).
 inline bool bfloat16_output(const py::handle& arg, const char* name) {
   if (arg.is_none()) return false;
-  std::string text;
-  if (py::isinstance<py::str>(arg)) {
-    text = arg.cast<std::string>();
-  } else if (py::isinstance<py::dtype>(arg) || PyType_Check(arg.ptr())) {
-    try {
-      text = py::str(py::dtype::from_args(py::reinterpret_borrow<py::object>(arg)).attr("name"));
-    } catch (const py::error_already_set&) {
-      text.clear();  // not a NumPy type: reported below
-    }
-  }
+  const std::string text = type_text(arg);
   if (text == "f32" || text == "float32") return false;
   if (text == "bf16" || text == "bfloat16") return true;
   if (text.empty()) {

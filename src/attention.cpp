@@ -199,9 +199,7 @@ void validate_cache(const Kernel& kernel, const Shape& shape, const Options& opt
 
 void validate(const Kernel& kernel, const Shape& shape, const Options& options,
               const Tensors& tensors) {
-  if (!kernel.available()) {
-    throw Error("kernel", std::string(kernel.name), "this CPU lacks the instructions it needs");
-  }
+  driver::require_available(kernel);
   validate(shape, options);
   const std::size_t q_elements = shape.q_elements();
   const std::size_t kv_elements = shape.kv_elements();
@@ -219,13 +217,8 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
     driver::require_representable("tensors.k", tensors.k, kv_elements, stored);
     driver::require_representable("tensors.v", tensors.v, kv_elements, stored);
   }
-  const driver::NamedBytes mask = driver::mask_bytes(options.mask);
-  if (tensors.lse != nullptr) {
-    driver::require_disjoint({o, {"tensors.lse", tensors.lse, q_elements / shape.head_dim}},
-                             {q, k, v, mask});
-  } else {
-    driver::require_disjoint({o}, {q, k, v, mask});
-  }
+  driver::require_outputs_disjoint(o, tensors.lse, q_elements / shape.head_dim,
+                                   {q, k, v, driver::mask_bytes(options.mask)});
   if (kernel.strategy == Strategy::naive) {
     const std::size_t budget =
         options.memory_budget_bytes ? options.memory_budget_bytes : default_memory_budget();

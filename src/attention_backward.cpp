@@ -52,9 +52,7 @@ float dot_product(const float* x, const float* y, std::size_t n, bool bf16) {
 void validate_backward(const Kernel& requested, const Shape& shape, const Options& options,
                        const Tensors& forward, const Gradients& gradients) {
   const Kernel& kernel = resolve(requested);
-  if (!kernel.available()) {
-    throw Error("kernel", std::string(kernel.name), "this CPU lacks the instructions it needs");
-  }
+  driver::require_available(kernel);
   if (!kernel.has_backward()) {
     throw Error("kernel", std::string(kernel.name),
                 "has no backward pass (attnbench list shows the kernels that do)");

@@ -26,9 +26,7 @@ void widen(const std::uint16_t* in, float* out, std::size_t count) {
 
 void validate(const Kernel& kernel, const Shape& shape, const Options& options,
               const Bf16Tensors& tensors) {
-  if (!kernel.available()) {
-    throw Error("kernel", std::string(kernel.name), "this CPU lacks the instructions it needs");
-  }
+  driver::require_available(kernel);
   validate(shape, options);
   const std::size_t q_elements = shape.q_elements();
   const std::size_t kv_elements = tensors.kv_cache ? 0 : shape.kv_elements();
@@ -48,13 +46,8 @@ void validate(const Kernel& kernel, const Shape& shape, const Options& options,
                                    : driver::NamedBytes{"tensors.o_f32", tensors.o_f32, q_elements};
   driver::require_non_null({q});
   if (tensors.kv_cache == nullptr) driver::require_non_null({k, v});
-  const driver::NamedBytes mask = driver::mask_bytes(options.mask);
-  if (tensors.lse != nullptr) {
-    driver::require_disjoint({o, {"tensors.lse", tensors.lse, q_elements / shape.head_dim}},
-                             {q, k, v, mask});
-  } else {
-    driver::require_disjoint({o}, {q, k, v, mask});
-  }
+  driver::require_outputs_disjoint(o, tensors.lse, q_elements / shape.head_dim,
+                                   {q, k, v, driver::mask_bytes(options.mask)});
   // The rest (the kernel's K/V types, the cache, the naive budget) is the float32 call's to check.
 }
 

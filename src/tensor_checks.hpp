@@ -63,6 +63,13 @@ inline void require_non_null(std::initializer_list<NamedBytes> tensors) {
   }
 }
 
+// Throws, as `kernel`, when this CPU cannot run it.
+inline void require_available(const Kernel& kernel) {
+  if (!kernel.available()) {
+    throw Error("kernel", std::string(kernel.name), "this CPU lacks the instructions it needs");
+  }
+}
+
 // Throws when an output overlaps an input or another output.
 inline void require_disjoint(std::initializer_list<NamedBytes> outputs,
                              std::initializer_list<NamedBytes> inputs) {
@@ -81,6 +88,16 @@ inline void require_disjoint(std::initializer_list<NamedBytes> outputs,
                         pointer_string(other->pointer));
       }
     }
+  }
+}
+
+// Throws when O, or the optional LSE ([rows] floats), overlaps one of `inputs` or the other.
+inline void require_outputs_disjoint(const NamedBytes& o, const float* lse, std::size_t rows,
+                                     std::initializer_list<NamedBytes> inputs) {
+  if (lse != nullptr) {
+    require_disjoint({o, {"tensors.lse", lse, rows}}, inputs);
+  } else {
+    require_disjoint({o}, inputs);
   }
 }
 

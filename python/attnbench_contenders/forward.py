@@ -278,7 +278,21 @@ class OpenVinoSdpaBf16(OpenVinoSdpa):
     precision = "bf16"
 
 
-class OnnxRuntimeMha(Contender):
+class OnnxRuntimeOp:
+    """An ONNX Runtime contrib op in a one-node model: its description (`how` it is called) and the
+    reason it is missing where ONNX Runtime did not import."""
+
+    def __init__(self, how: str):
+        version = onnxruntime.__version__ if onnxruntime is not None else "not installed"
+        self.description = {"role": "peer", "library": "ONNX Runtime", "version": version, "fused": True,
+                            "threading": "its intra-op thread pool (intra_op_num_threads, inter_op 1)", "how": how}
+
+    def unsupported(self, point):
+        return "" if onnxruntime is not None else \
+            f"missing: ONNX Runtime (onnxruntime, onnx, requirements.txt): {ONNXRUNTIME_ERROR}"
+
+
+class OnnxRuntimeMha(OnnxRuntimeOp, Contender):
     """ONNX Runtime's CPU MultiHeadAttention (com.microsoft) in a one-node model, one head: an
     InferenceSession per shape with the point's intra-op threads. For float32 without a mask or
     causal flag its kernel is MLAS's flash attention; `unidirectional` (causal) takes its unfused
@@ -287,15 +301,8 @@ class OnnxRuntimeMha(Contender):
     name = "onnxruntime/mha"
 
     def __init__(self):
-        version = onnxruntime.__version__ if onnxruntime is not None else "not installed"
-        self.description = {"role": "peer", "library": "ONNX Runtime", "version": version, "fused": True,
-                            "threading": "its intra-op thread pool (intra_op_num_threads, inter_op 1)",
-                            "how": "com.microsoft.MultiHeadAttention(num_heads=1, unidirectional=causal) on "
-                                   "(1, n, d), CPUExecutionProvider, session.run"}
-
-    def unsupported(self, point):
-        return "" if onnxruntime is not None else \
-            f"missing: ONNX Runtime (onnxruntime, onnx, requirements.txt): {ONNXRUNTIME_ERROR}"
+        super().__init__("com.microsoft.MultiHeadAttention(num_heads=1, unidirectional=causal) on (1, n, d), "
+                         "CPUExecutionProvider, session.run")
 
     def prepare(self, point, q, k, v):
         super().prepare(point, q, k, v)

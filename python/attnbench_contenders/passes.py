@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from .capi import Capi
-from .forward import Contender, sdpa_path
-from .libraries import ONNXRUNTIME_ERROR, TORCH_ERROR, onnx, onnxruntime, torch
+from .forward import Contender, OnnxRuntimeOp, sdpa_path
+from .libraries import TORCH_ERROR, onnx, onnxruntime, torch
 
 # The largest training problem checked against the backward oracle before a point is timed.
 CHECK_TRAINING_N = 256
@@ -134,7 +134,7 @@ class AttnbenchDecode(_Ours, Decode):
         super().release()
 
 
-class OnnxRuntimeGqaDecode(Decode):
+class OnnxRuntimeGqaDecode(OnnxRuntimeOp, Decode):
     """ONNX Runtime's CPU GroupQueryAttention for one new token of every query head: the point's n
     keys as n - 1 past tokens plus the new one, the past buffer (kv_heads, n, d) shared with the
     present output, so the call writes only the new token's K and V and reads the cache in place."""
@@ -142,16 +142,9 @@ class OnnxRuntimeGqaDecode(Decode):
     name = "onnxruntime/gqa"
 
     def __init__(self):
-        version = onnxruntime.__version__ if onnxruntime is not None else "not installed"
-        self.description = {"role": "peer", "library": "ONNX Runtime", "version": version, "fused": True,
-                            "threading": "its intra-op thread pool (intra_op_num_threads, inter_op 1)",
-                            "how": "com.microsoft.GroupQueryAttention(num_heads, kv_num_heads) on the new token, "
-                                   "past and present K/V sharing one buffer (IOBinding), CPUExecutionProvider"}
+        super().__init__("com.microsoft.GroupQueryAttention(num_heads, kv_num_heads) on the new token, past and "
+                         "present K/V sharing one buffer (IOBinding), CPUExecutionProvider")
         self.label = "GroupQueryAttention, past and present K/V in one shared buffer"
-
-    def unsupported(self, point):
-        return "" if onnxruntime is not None else \
-            f"missing: ONNX Runtime (onnxruntime, onnx, requirements.txt): {ONNXRUNTIME_ERROR}"
 
     def prepare(self, point, q, k, v):
         super().prepare(point, q, k, v)

@@ -96,6 +96,16 @@ def skipped_entries(name: str, reason: str, repetitions: int = 3) -> list:
              "iterations": 1, "real_time": 0.0, "cpu_time": 0.0, "time_unit": "ms"} for i in range(repetitions)]
 
 
+def document_text(doc) -> str:
+    """A Document's first section as text: its paragraphs, bullets, and each table's caption and rows
+    (cells joined by " | "), one per line: what a test of a section's wording reads."""
+    out = []
+    for block in doc.sections[0].blocks:
+        out += [block.text] if block.kind == "paragraph" else block.items if block.kind == "bullets" else \
+            [block.caption] + [" | ".join(row) for row in block.rows]
+    return "\n".join(out)
+
+
 def write_results(folder: Path, benchmarks: list, context: dict | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "results.json"

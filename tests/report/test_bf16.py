@@ -35,11 +35,7 @@ def text_of(points, phases=None) -> str:
     """The section's paragraphs, bullets and table rows (cells joined by " | ")."""
     doc = Document("t", "s")
     bf16.section(doc, points, 2, phases)
-    out = []
-    for block in doc.sections[0].blocks:
-        out += [block.text] if block.kind == "paragraph" else block.items if block.kind == "bullets" else \
-            [block.caption] + [" | ".join(row) for row in block.rows]
-    return "\n".join(out)
+    return support.document_text(doc)
 
 
 class Bf16Section(unittest.TestCase):

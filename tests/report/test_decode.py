@@ -381,11 +381,7 @@ def section_text(window) -> str:
     """The section's text built alone (no figures): its paragraphs, bullets and table cells."""
     doc = Document("t", "s")
     narrative_decode.section(doc, window, {})
-    out = []
-    for block in doc.sections[0].blocks:
-        out += [block.text] if block.kind == "paragraph" else block.items if block.kind == "bullets" else \
-            [block.caption] + [" | ".join(row) for row in block.rows]
-    return "\n".join(out)
+    return support.document_text(doc)
 
 
 class Report(unittest.TestCase):
