@@ -353,13 +353,24 @@ struct SimdSoftmax : SimdStorage<Arch> {
         sum += p;
       };
       if (j < begin) edge(), j += W;
+      // Four chains of dependent adds (vector u of each 4 on chain u), not one: one chain's adds,
+      // each waiting for the last, bounded the sweep (docs/studies/2026-12-07-softmax-sweeps.md).
+      batch chains[4] = {batch(0.0f), batch(0.0f), batch(0.0f), batch(0.0f)};
+      for (; j + 4 * W <= inner_end; j += 4 * W) {
+#pragma GCC unroll 4
+        for (std::size_t u = 0; u < 4; ++u) {
+          const batch p = weight(argument(batch::load_aligned(s + j + u * W)));
+          store(p, j + u * W);
+          chains[u] += p;
+        }
+      }
       for (; j < inner_end; j += W) {
         const batch p = weight(argument(batch::load_aligned(s + j)));
         store(p, j);
         sum += p;
       }
       if (j < count) edge();
-      return hsum(sum);
+      return hsum((sum + chains[0]) + chains[1] + (chains[2] + chains[3]));
     };
     if (!(std::abs(c) <= std::numeric_limits<float>::max() && std::abs(b) <= 0x1p20f)) {
       return sweep(
