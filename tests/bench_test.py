@@ -226,8 +226,8 @@ check("a phases point per registered point", len(medians) == len(registered) >= 
       f"{len(medians)} measured, {len(registered)} registered")
 check("the dispatched tiled SIMD kernel among them", any("tiled/simd/" in n for n in registered), str(registered))
 for b in medians:
-    check("phases point name", b["run_name"].startswith("phases/tiled/simd/") and "/n:2048/d:64/" in b["run_name"],
-          b["run_name"])
+    check("phases point name", b["run_name"].startswith(("phases/tiled/simd/", "phases/tiled/simd-bf16/"))
+          and "/n:2048/d:64/" in b["run_name"], b["run_name"])
     check("every phase timed", all(b[f"ms_{p}"] > 0 for p in ("all", "score", "softmax", "blend", "pack")), str(b))
     # The three compute phases alone add up to about the whole kernel (the phases window's check of
     # the model's sum rule; loose, as each share is a median over rounds on a shared host).
