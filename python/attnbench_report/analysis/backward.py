@@ -167,7 +167,7 @@ def scratch_growth(table: Table, kernel: str, d: int):
 
 @dataclass(frozen=True)
 class Target:
-    """One of issue 14's targets at one point: what was measured and whether it meets it."""
+    """One of the backward's goals at one point: what was measured and whether it meets it."""
 
     what: str  # "share of peak" or "two threads over one"
     d: int

@@ -2,7 +2,7 @@
 the triad in each storage type and the 16-bit types' speed over fp32; where the K/V bytes sit against
 the caches; the fixed part of a call's time; FLOPs per byte and share of the FMA peak by query rows
 per K/V head; the generation loop's steps against the cache bytes; prefill's GFLOP/s per type; and
-issue 15's targets. The text (narrative_decode) and the figures (fig_decode_*) read these."""
+the decode goals. The text (narrative_decode) and the figures (fig_decode_*) read these."""
 from __future__ import annotations
 
 import math
@@ -420,7 +420,7 @@ def prefill_types(window: DecodeWindow, kernel_name: str) -> list:
 
 @dataclass(frozen=True)
 class Target:
-    """One of issue 15's targets at one point: what was measured against what is wanted."""
+    """One of the decode goals at one point: what was measured against what is wanted."""
 
     point: DecodePoint  # the point measured (the 16-bit one of a speedup or a prefill ratio; a prefill's
     # TypesPoint when read call by call)

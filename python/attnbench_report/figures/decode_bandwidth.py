@@ -1,6 +1,6 @@
 """Figure 12: decoding's K/V bandwidth (bytes one call reads over its time) against those bytes: one
 panel per thread count and (layout, query rows), one series per storage type, under the measured
-triad and the 75 % of it that issue 15 wants beyond the L3, with the L2 and L3 sizes."""
+triad and the 75 % of it that the decode goals want beyond the L3, with the L2 and L3 sizes."""
 from __future__ import annotations
 
 from ..analysis import decode as analysis_decode

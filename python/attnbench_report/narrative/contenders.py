@@ -22,8 +22,9 @@ _HOW_PASS = {
                      "a problem of the point's head dim, mask and threads with at most 256 rows; GFLOP/s count 3.5 "
                      "times the forward's FLOPs",
     "decode": "each call one query row per head of a Llama-style layer (32 query heads over 8 key/value heads, d = "
-              "128) against a cache of n keys: attnbench through a KvCache filled once per point, PyTorch on its K "
-              "and V tensors with enable_gqa, as a decode loop keeps them",
+              "128) against a cache of n keys, each side's cache as a decode loop keeps it: attnbench through a "
+              "KvCache filled once per point, PyTorch on its K and V tensors with enable_gqa, ONNX Runtime's "
+              "GroupQueryAttention appending the new token into a past K/V buffer its present output shares",
 }
 
 

@@ -1,6 +1,6 @@
 """The section "Decoding against a KV cache": the decode window (decode.json) read against the
 machine's triad and caches: where decode is bound by the bytes of K and V, where it stops being so
-and why, the generation loop, prefill, and issue 15's targets. Every number comes from
+and why, the generation loop, prefill, and the decode goals. Every number comes from
 analysis_decode; this module only phrases them."""
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def summary_item(window) -> str | None:
             + (f"; called by turns, {' and '.join(turns)} over {len(alternated)} `types/` points" if turns else "")
             + "), and a call "
             f"reads K/V at up to {_pct(best.value('pct_triad'))} of the triad ({_where(window, best)}"
-            + (f", K/V {_in(tier)}" if tier else "") + "); issue 15's targets: "
+            + (f", K/V {_in(tier)}" if tier else "") + "); the decode goals: "
             + "; ".join(f"{', '.join(labels)}: {verdict}" for verdict, labels in verdicts.items()) + ".")
 
 
@@ -85,7 +85,7 @@ def section(doc: Document, window, figures: dict) -> None:
     s = doc.section(TITLE)
     if not _measured(window):
         s.add(Paragraph(f"`{window.path.name}` lies next to the results but holds no measured decode point, so "
-                        "there is nothing to read against the bandwidth, and issue 15's targets, which need them, "
+                        "there is nothing to read against the bandwidth, and the decode goals, which need them, "
                         "cannot be read."))
         call_by_call(s, window)
         prefill_by_turns(s, window)
@@ -105,7 +105,7 @@ def section(doc: Document, window, figures: dict) -> None:
     _rows_per_head(s, window, name)
     if FIGURES[1] in figures:
         s.add(doc.figure(figures[FIGURES[1]], "GB/s of K/V (bytes a call reads over its time) against those bytes, "
-                         "under the measured triad (solid) and the 75% of it issue 15 asks for beyond the L3 "
+                         "under the measured triad (solid) and the 75% of it the decode goals ask for beyond the L3 "
                          "(dotted)."))
     _kernels(s, window, name)
     _generation(s, window, name)
