@@ -114,7 +114,10 @@ struct Tensors {
 // widens Q, K and V to float32 copies (exactly: every bfloat16 is a float32), runs the float32
 // call on them, and writes O as bfloat16 (rounded to nearest, ties to even; NaN stays NaN) to `o`,
 // or as float32 to `o_f32`: exactly one of the two. The result is the float32 call's on the
-// widened values, bit for bit; the copies are scratch of the call (Workspace::peak_bytes).
+// widened values, bit for bit; the copies are scratch of the call (Workspace::peak_bytes). The
+// tensors' own checks (null, overlap, which output) come before any allocation; what the float32
+// call checks (the kernel's K/V types, a cache, the naive budget) comes after the copies, still
+// before O is written.
 struct Bf16Tensors {
   const std::uint16_t* q = nullptr;
   const std::uint16_t* k = nullptr;  // null with kv_cache, as Tensors

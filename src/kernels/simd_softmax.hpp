@@ -342,7 +342,7 @@ struct SimdSoftmax : SimdStorage<Arch> {
     const float c = static_cast<float>(scale * kLog2e);
     const float b = static_cast<float>(-double(m_ref) * kLog2e);
     // weight(argument(x)) for every vector; the edge vectors, partly outside [begin, end), get
-    // -inf there first, and the interior's loop has no check (the same sums in the same order).
+    // -inf there first, and the interior's loop has no check.
     auto sweep = [&](auto argument, auto weight) {
       batch sum = batch(0.0f);
       const std::size_t inner_end = count / W * W;
