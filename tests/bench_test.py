@@ -297,6 +297,7 @@ for b in medians:
 # and on the prefill (one run of the window for both).
 data, both = run_window("decode", "^types/.*/(kv:4096|prefill:1024)/")
 threads = int(data["context"]["threads_all"])
+sanitized = "-fsanitize" in data["context"].get("cxx_flags", "")
 medians = [b for b in both if "/kv:" in b["run_name"]]
 prefills = [b for b in both if "/prefill:" in b["run_name"]]
 check("a types point per thread count", len(medians) == (2 if threads > 1 else 1), str([b["name"] for b in medians]))
@@ -319,8 +320,11 @@ for kind, points, name, rate, work in (
         for t, size in (("f32", 4), ("f16", 2), ("bf16", 2)):
             check(f"{kind} {t} {rate} from its call time", abs(b[f"{rate}_{t}"] * b[f"us_{t}"] * 1e3 / work(size) - 1)
                   < 1e-6, str(b))
+        # (Under a sanitizer a round takes ten times as long and its ratios scatter with the host's load,
+        # so there the median of the ratios and the ratio of the medians need not be near each other.)
         for t in ("f16", "bf16"):
-            check(f"{kind} {t} speedup", 0.8 < b[f"speedup_{t}"] / (b["us_f32"] / b[f"us_{t}"]) < 1.25, str(b))
+            near = 0.8 < b[f"speedup_{t}"] / (b["us_f32"] / b[f"us_{t}"]) < 1.25
+            check(f"{kind} {t} speedup", b[f"speedup_{t}"] > 0 and (near or sanitized), str(b))
 
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
