@@ -1,10 +1,10 @@
 // attention() on bfloat16 tensors (Bf16Tensors): Q, K and V widened to float32 copies, the float32
 // call on them, O rounded to bfloat16 where the caller asks for it.
 #include <cstdint>
-#include <cstring>
 
 #include <attnbench/attnbench.hpp>
 
+#include "kernels/storage.hpp"
 #include "tensor_checks.hpp"
 
 namespace attnbench {
@@ -14,12 +14,10 @@ driver::NamedBytes bf16_bytes(const char* field, const std::uint16_t* p, std::si
   return {field, p, p ? elements * sizeof(std::uint16_t) : 0, std::byte{}};
 }
 
-// A bfloat16 is the upper half of a float32: widening is a shift (the loop vectorises).
+// The storage conversions, inline (the loops vectorise), which the public bf16_to_float and
+// float_to_bf16 also are.
 void widen(const std::uint16_t* in, float* out, std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::uint32_t bits = std::uint32_t{in[i]} << 16;
-    std::memcpy(out + i, &bits, sizeof bits);
-  }
+  for (std::size_t i = 0; i < count; ++i) out[i] = kernels::bfloat16_value(in[i]);
 }
 
 }  // namespace
@@ -72,7 +70,7 @@ const Kernel& attention(const Kernel& kernel, const Shape& shape, const Options&
   wide.o = tensors.o_f32 ? tensors.o_f32 : ws.take<float>(q_elements);
   const Kernel& ran = attention(kernel, shape, options, wide, ws);
   if (tensors.o != nullptr) {
-    for (std::size_t i = 0; i < q_elements; ++i) tensors.o[i] = float_to_bf16(wide.o[i]);
+    for (std::size_t i = 0; i < q_elements; ++i) tensors.o[i] = kernels::bfloat16_bits(wide.o[i]);
   }
   return ran;
 }

@@ -278,9 +278,9 @@ with tempfile.TemporaryDirectory() as tmp:
     k16p, v16p, k32p, v32p = (save(f"kv_{n}.npy", a) for n, a in
                               (("k16", k16), ("v16", v16), ("k32", k32), ("v32", v32)))
 
-    def run_kv(kernel, k_file, v_file, *extra):
+    def run_kv(kernel, k_file, v_file, *extra, q_file=None):
         out_file = path("kv_o.npy")
-        r = attnbench("run", "--q", qp, "--k", k_file, "--v", v_file, "--out", out_file, "--kernel",
+        r = attnbench("run", "--q", q_file or qp, "--k", k_file, "--v", v_file, "--out", out_file, "--kernel",
                       kernel, "--threads", "2", "--scale", "0.6", *extra)
         o = np.load(out_file) if r.returncode == 0 else None
         if o is not None:
@@ -300,26 +300,19 @@ with tempfile.TemporaryDirectory() as tmp:
     # exactly: the float32 files of the same values give the same output, bit for bit; --out-dtype bf16
     # writes that output rounded to nearest even, as ml_dtypes rounds it.
     import ml_dtypes
-    qb, kb, vb = (x.astype(np.float32).astype(ml_dtypes.bfloat16) for x in (q, k16, v16))
-    qbp, kbp, vbp = (save(f"bf_{n}.npy", a) for n, a in (("q", qb), ("k", kb), ("v", vb)))
-    qwp, kwp, vwp = (save(f"bf_{n}32.npy", a.astype(np.float32)) for n, a in (("q", qb), ("k", kb), ("v", vb)))
+    bf = [x.astype(np.float32).astype(ml_dtypes.bfloat16) for x in (q, k16, v16)]
+    bf_files = [save(f"bf_{i}.npy", a) for i, a in enumerate(bf)]
+    wide_files = [save(f"bf_{i}_32.npy", a.astype(np.float32)) for i, a in enumerate(bf)]
     for kernel in ("tiled/simd", "tiled/scalar"):
-        outs = {}
-        for name, files, extra in (("bf16", (qbp, kbp, vbp), ()), ("f32", (qwp, kwp, vwp), ()),
-                                   ("bf16 out", (qbp, kbp, vbp), ("--out-dtype", "bf16"))):
-            out_file = path("bf_o.npy")
-            r = attnbench("run", "--q", files[0], "--k", files[1], "--v", files[2], "--out", out_file,
-                          "--kernel", kernel, "--scale", "0.6", *extra)
-            check(f"bf16 .npy {kernel} {name} runs", r.returncode == 0, r.stderr)
-            if r.returncode == 0:
-                outs[name] = np.load(out_file)
-                os.remove(out_file)
-        if len(outs) == 3:
-            check(f"bf16 .npy {kernel} = f32 bitwise", outs["bf16"].tobytes() == outs["f32"].tobytes())
-            want = outs["f32"].astype(ml_dtypes.bfloat16)
-            check(f"--out-dtype bf16 {kernel}: '<V2', rounded as ml_dtypes",
-                  outs["bf16 out"].dtype.str == "|V2" and outs["bf16 out"].shape == q.shape
-                  and outs["bf16 out"].view(ml_dtypes.bfloat16).tobytes() == want.tobytes())
+        (rb, ob), (rw, ow), (rr, orr) = (run_kv(kernel, f[1], f[2], *extra, q_file=f[0]) for f, extra in
+                                         ((bf_files, ()), (wide_files, ()), (bf_files, ("--out-dtype", "bf16"))))
+        check(f"bf16 .npy {kernel} runs", rb.returncode == rw.returncode == rr.returncode == 0,
+              rb.stderr + rw.stderr + rr.stderr)
+        if ob is not None and ow is not None and orr is not None:
+            check(f"bf16 .npy {kernel} = f32 bitwise", ob.tobytes() == ow.tobytes())
+            check(f"--out-dtype bf16 {kernel}: '<V2', rounded as ml_dtypes", orr.dtype.str == "|V2"
+                  and orr.shape == q.shape and orr.view(ml_dtypes.bfloat16).tobytes()
+                  == ow.astype(ml_dtypes.bfloat16).tobytes())
 
     # --kv-dtype on float32 K and V that no 16-bit type holds exactly.
     k = rng.standard_normal((2, 37, 16), dtype=np.float32)
