@@ -320,11 +320,13 @@ for kind, points, name, rate, work in (
         for t, size in (("f32", 4), ("f16", 2), ("bf16", 2)):
             check(f"{kind} {t} {rate} from its call time", abs(b[f"{rate}_{t}"] * b[f"us_{t}"] * 1e3 / work(size) - 1)
                   < 1e-6, str(b))
-        # (Under a sanitizer a round takes ten times as long and its ratios scatter with the host's load,
-        # so there the median of the ratios and the ratio of the medians need not be near each other.)
+        # The median of the rounds' ratios is near the ratio of the medians only where the rounds agree:
+        # on a loaded host (or under a sanitizer) they scatter, and the two legitimately part.
+        cv = next((m["real_time"] for m in data["benchmarks"]
+                   if m.get("aggregate_name") == "cv" and m["run_name"] == b["run_name"]), 1.0)
         for t in ("f16", "bf16"):
             near = 0.8 < b[f"speedup_{t}"] / (b["us_f32"] / b[f"us_{t}"]) < 1.25
-            check(f"{kind} {t} speedup", b[f"speedup_{t}"] > 0 and (near or sanitized), str(b))
+            check(f"{kind} {t} speedup", b[f"speedup_{t}"] > 0 and (near or sanitized or cv > 0.05), str(b))
 
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
