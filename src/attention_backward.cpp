@@ -121,11 +121,15 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
 
   // Before the tiled tasks, one parallel pass: every (batch, key/value head) packed in the
   // kernel's backward layout, in ranges of kPackKeys keys; dQ, dK and dV zeroed and
-  // D_i = dO_i . O_i computed for every query row (heads * q_len floats), in chunks of kChunkRows
-  // rows. One pass, not one per kind, and chunks, not one task per head: at n = 1024, d = 128
-  // they took 0.5 ms of a 2-thread call's 8 ms as three passes of one task per head.
-  constexpr std::size_t kChunkRows = 256;
+  // D_i = dO_i . O_i computed for every query row (heads * q_len floats), and Q and dO packed
+  // where the kernel has a layout for them, in chunks of kChunkRows rows (whole row blocks). One
+  // pass, not one per kind, and chunks, not one task per head: at n = 1024, d = 128 they took
+  // 0.5 ms of a 2-thread call's 8 ms as three passes of one task per head.
+  constexpr std::size_t kChunkRows = 5 * kernels::kRowsPerTask;
   float* delta = ws.take<float>(heads * shape.q_len);
+  const std::size_t rows_per_head =
+      code.row_packing.pack != nullptr ? code.row_packing.bytes(shape.q_len, d) / sizeof(float) : 0;
+  float* rows_packed = rows_per_head ? ws.take<float>(heads * rows_per_head) : nullptr;
   float* packed = nullptr;
   std::size_t per_head = 0;  // floats
   std::size_t ranges = 0;    // packing tasks per key/value head
@@ -153,6 +157,10 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
       for (std::size_t i = first; i < last; ++i) {
         delta[bh * shape.q_len + i] =
             dot_product(gradients.d_o + at + i * d, forward.o + at + i * d, d, bf16);
+      }
+      if (rows_packed != nullptr) {
+        code.row_packing.pack(forward.q + at, gradients.d_o + at, shape.q_len, d, first, last,
+                              rows_packed + bh * rows_per_head);
       }
     } else {
       t -= pack_tasks + q_tasks;
@@ -197,6 +205,8 @@ const Kernel& attention_backward(const Kernel& requested, const Shape& shape,
         .dk = gradients.dk + kv_at,
         .dv = gradients.dv + kv_at,
         .kv_packed = packed ? packed + kv * per_head : nullptr,
+        .rows_packed = rows_packed ? rows_packed + first_head * rows_per_head : nullptr,
+        .rows_packed_floats = rows_per_head,
         .group = group,
         .q_len = shape.q_len,
         .kv_len = shape.kv_len,

@@ -162,6 +162,10 @@ struct BackwardProblem {
   float* dk;               // zeroed by the driver
   float* dv;               // zeroed by the driver
   const float* kv_packed;  // this key/value head packed by Backward::packing, if any
+  // The group's query heads' Q and dO rows packed by Backward::row_packing, if any: head g's at
+  // rows_packed + g * rows_packed_floats.
+  const float* rows_packed = nullptr;
+  std::size_t rows_packed_floats = 0;
   std::size_t group;
   std::size_t q_len;
   std::size_t kv_len;
@@ -284,6 +288,15 @@ struct KvPacking {
 // to dV and dK for key block `keys`, over every row.
 // `key_block(head_dim)` depends on the kernel, the head dim and the caches this CPU reports,
 // never on the thread count, so that every sum runs in the same order whatever the threads.
+// A backward kernel's own layout of each query head's Q and dO rows, packed once per call by the
+// driver: rows [first, last) of a head (first a multiple of kRowsPerTask, last too or q_len) into
+// the head's `bytes(q_len, head_dim)` at out.
+struct RowPacking {
+  std::size_t (*bytes)(std::size_t q_len, std::size_t head_dim) = nullptr;
+  void (*pack)(const float* q, const float* d_o, std::size_t q_len, std::size_t head_dim,
+               std::size_t first, std::size_t last, void* out) = nullptr;
+};
+
 struct Backward {
   std::size_t (*key_block)(std::size_t head_dim) = nullptr;
   void (*keys)(const BackwardProblem& problem, KeyRange keys, RowRange rows,
@@ -292,7 +305,8 @@ struct Backward {
                Workspace& ws) = nullptr;
   void (*key_rows)(const BackwardProblem& problem, std::size_t g, KeyRange keys,
                    Workspace& ws) = nullptr;
-  KvPacking packing = {};  // the backward's own packed layout of K and V, if any
+  KvPacking packing = {};       // the backward's own packed layout of K and V, if any
+  RowPacking row_packing = {};  // and of Q and dO
 };
 
 // Everything the driver calls for one registry entry and K/V storage type (kernels::code(kernel,

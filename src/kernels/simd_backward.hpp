@@ -15,6 +15,8 @@
 
 #include "kernels/simd_common.hpp"
 
+#include <algorithm>
+
 namespace attnbench::kernels {
 namespace {
 
@@ -64,6 +66,45 @@ struct SimdBackward : Simd<Arch> {
     for (std::size_t j = first; j < last; ++j) {
       for (std::size_t c = 0; c < dp; ++c) rows[j * dp + c] = c < d ? k[(j - first) * d + c] : 0.0f;
     }
+  }
+
+  // NOTE: the query side is packed once per call too (RowPacking), not per task: every key
+  // block's task reads the same rows, and packing them per task and row block cost about a tenth
+  // of a one-thread backward at d = 64 (docs/studies/2026-12-07-backward-products.md). A query
+  // head's rows: Q, then dO, in row blocks of Br rows laid out as Simd::pack_q lays them (the
+  // score products broadcast them), then Q's and dO's rows padded to dp columns and aligned (the
+  // blends stream them with aligned loads).
+  static std::size_t packed_rows(std::size_t q_len) { return round_up(q_len, Br); }
+  static std::size_t row_bytes(std::size_t q_len, std::size_t d) {
+    return 2 * packed_rows(q_len) * (d + S::padded_dim(d)) * sizeof(float);
+  }
+  static void pack_rows(const float* q, const float* d_o, std::size_t q_len, std::size_t d,
+                        std::size_t first, std::size_t last, void* out) {
+    float* packed = static_cast<float*>(out);
+    const std::size_t rows = packed_rows(q_len), dp = S::padded_dim(d);
+    for (std::size_t i0 = first; i0 < last; i0 += Br) {
+      const std::size_t br = min_of(Br, last - i0);
+      S::pack_q(q + i0 * d, br, MR, d, packed + i0 * d);
+      S::pack_q(d_o + i0 * d, br, MR, d, packed + (rows + i0) * d);
+    }
+    float* padded = packed + 2 * rows * d;
+    for (std::size_t i = first; i < last; ++i) {
+      pad_row(q + i * d, true, d, dp, padded + i * dp);
+      pad_row(d_o + i * d, true, d, dp, padded + (rows + i) * dp);
+    }
+  }
+  // Query head g's packed rows: Q and dO as pack_q lays them, and their rows of dp floats.
+  struct PackedRows {
+    const float* q;
+    const float* d_o;
+    const float* q_rows;
+    const float* d_o_rows;
+  };
+  static PackedRows packed_head(const BackwardProblem& pb, std::size_t g) {
+    const std::size_t d = pb.head_dim, rows = packed_rows(pb.q_len);
+    const float* at = pb.rows_packed + g * pb.rows_packed_floats;
+    const float* padded = at + 2 * rows * d;
+    return {at, at + rows * d, padded, padded + rows * S::padded_dim(d)};
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -330,6 +371,7 @@ struct TiledSimdBackward : SimdBackward<Arch> {
     const float* k_rows = B::k_rows(pb.kv_packed, pb.kv_len, d) + j0 * dp;
     float* dk_acc = ws.take<float>(Bk * dp);
     float* dv_acc = ws.take<float>(Bk * dp);
+    // the row block's Q and dO rows where some row sees none of the keys (zeros then)
     float* q_pad = ws.take<float>(Br * dp);
     float* d_o_pad = ws.take<float>(Br * dp);
     float* dq_part = ws.take<float>(Br * dp);
@@ -337,8 +379,6 @@ struct TiledSimdBackward : SimdBackward<Arch> {
     constexpr std::integral_constant<std::size_t, B::kBlockStride> St{};
     float* p_block = ws.take<float>(Br * St);
     float* ds_block = ws.take<float>(Br * St);
-    float* q_packed = ws.take<float>(Br * d);  // the row block's Q and dO rows, Simd::pack_q
-    float* d_o_packed = ws.take<float>(Br * d);
     std::size_t* begin = ws.take<std::size_t>(Br);
     std::size_t* end = ws.take<std::size_t>(Br);
     std::size_t* first = ws.take<std::size_t>(Bk);
@@ -348,18 +388,25 @@ struct TiledSimdBackward : SimdBackward<Arch> {
     const RowRange seen_rows = B::row_blocks(pb, j0, bc, rows);
     for (std::size_t g = 0; g < pb.group; ++g) {
       const auto [q, d_o, lse, delta, dq] = pb.head(g);
+      const auto packed = B::packed_head(pb, g);
       for (std::size_t i0 = seen_rows.begin; i0 < seen_rows.end; i0 += Br) {
         const std::size_t br = min_of(Br, rows.end - i0);
         // Keys of the block each row sees (none for a zero row, LSE = -inf); a row that sees
         // none enters the products as zeros.
         B::row_spans(pb, lse, i0, br, j0, bc, begin, end);
-        for (std::size_t r = 0; r < br; ++r) {
-          B::pad_row(q + (i0 + r) * d, end[r] > 0, d, dp, q_pad + r * dp);
-          B::pad_row(d_o + (i0 + r) * d, end[r] > 0, d, dp, d_o_pad + r * dp);
+        const float* q_rows = packed.q_rows + i0 * dp;
+        const float* d_o_rows = packed.d_o_rows + i0 * dp;
+        if (!std::all_of(end, end + br, [](std::size_t e) { return e > 0; })) {
+          for (std::size_t r = 0; r < br; ++r) {
+            B::pad_row(q + (i0 + r) * d, end[r] > 0, d, dp, q_pad + r * dp);
+            B::pad_row(d_o + (i0 + r) * d, end[r] > 0, d, dp, d_o_pad + r * dp);
+          }
+          q_rows = q_pad;
+          d_o_rows = d_o_pad;
         }
         for (std::size_t x = 0; x < br * dp; ++x) dq_part[x] = 0.0f;
-        S::pack_q(q + i0 * d, br, MR, d, q_packed);
-        S::pack_q(d_o + i0 * d, br, MR, d, d_o_packed);
+        const float* q_packed = packed.q + i0 * d;  // i0: a multiple of Br
+        const float* d_o_packed = packed.d_o + i0 * d;
 
         for (std::size_t g0 = 0; g0 < br; g0 += MR) {
           const std::size_t mr = min_of(MR, br - g0);
@@ -375,8 +422,8 @@ struct TiledSimdBackward : SimdBackward<Arch> {
         }
 
         B::key_rows(begin, end, br, bc, first, last);
-        B::blend_keys(p_block, St, d_o_pad, first, last, bc, dp, dv_acc);  // dV += P^T dO
-        B::blend_keys(ds_block, St, q_pad, first, last, bc, dp, dk_acc);   // dK += dS^T Q
+        B::blend_keys(p_block, St, d_o_rows, first, last, bc, dp, dv_acc);  // dV += P^T dO
+        B::blend_keys(ds_block, St, q_rows, first, last, bc, dp, dk_acc);   // dK += dS^T Q
         B::add_dq(pb, g, i0, br, block, dq_part, dp, dq);
       }
     }

@@ -93,7 +93,8 @@ constexpr KernelCode tiled_code() {
   if constexpr (std::is_same_v<T, float>) {
     code.backward = {.key_block = SimdBackward<Arch>::key_block,
                      .keys = TiledSimdBackward<Arch>::keys,
-                     .packing = {SimdBackward<Arch>::packed_bytes, SimdBackward<Arch>::pack}};
+                     .packing = {SimdBackward<Arch>::packed_bytes, SimdBackward<Arch>::pack},
+                     .row_packing = {SimdBackward<Arch>::row_bytes, SimdBackward<Arch>::pack_rows}};
   }
   return code;
 }
