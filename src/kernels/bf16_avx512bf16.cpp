@@ -18,7 +18,8 @@ constexpr KernelCode tiled_bf16_code() {
                     .packing = {F::packed_bytes, F::pack},
                     .backward = {.key_block = SimdBackward<Arch>::key_block,
                                  .keys = Bw::keys,
-                                 .packing = {Bw::packed_bytes, Bw::pack}}};
+                                 .packing = {Bw::packed_bytes, Bw::pack},
+                                 .row_packing = {Bw::row_bytes, Bw::pack_rows}}};
 }
 
 }  // namespace

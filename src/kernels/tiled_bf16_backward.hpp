@@ -11,6 +11,7 @@
 // (its V or Q half masked, as the forward masks a row's last odd key).
 #pragma once
 
+#include <algorithm>
 #include <tuple>
 
 #include "kernels/simd_backward.hpp"
@@ -76,6 +77,29 @@ struct TiledBf16Backward : TiledBf16<Arch> {
     }
   }
 
+  // Q and dO packed once per call (RowPacking), as the float32 kernel's (SimdBackward::pack_rows):
+  // a query head's Q, then dO, in row blocks of Br rows as pack_q lays them, then Q's and dO's rows
+  // in pairs of rows (pair_rows, every row kept).
+  static std::size_t row_bytes(std::size_t q_len, std::size_t d) {
+    const std::size_t rows = B::packed_rows(q_len);
+    return 2 * (rows * pairs(d) + rows / 2 * S::padded_dim(d)) * sizeof(Pair);
+  }
+  static void pack_rows(const float* q, const float* d_o, std::size_t q_len, std::size_t d,
+                        std::size_t first, std::size_t last, void* out) {
+    Pair* packed = static_cast<Pair*>(out);
+    const std::size_t rows = B::packed_rows(q_len), pd = pairs(d), dp = S::padded_dim(d);
+    Pair* paired = packed + 2 * rows * pd;
+    std::size_t every[Br];
+    std::fill(every, every + Br, std::size_t{1});
+    for (std::size_t i0 = first; i0 < last; i0 += Br) {
+      const std::size_t br = min_of(Br, last - i0);
+      T::pack_q(q + i0 * d, br, MR, d, packed + i0 * pd);
+      T::pack_q(d_o + i0 * d, br, MR, d, packed + (rows + i0) * pd);
+      pair_rows(q + i0 * d, br, every, d, paired + i0 / 2 * dp);
+      pair_rows(d_o + i0 * d, br, every, d, paired + (rows + i0) / 2 * dp);
+    }
+  }
+
   // Rows [0, br) of a float32 tile (rows St apart) as pairs of rows per key, [br / 2][St] pairs,
   // keys [0, fill) (the tile's zeros past each row's keys stay zero; an odd br's last row pairs
   // with zeros).
@@ -136,13 +160,12 @@ struct TiledBf16Backward : TiledBf16<Arch> {
     float* dq_part = ws.take<float>(Br * dp);
     float* p_block = ws.take<float>(Br * St);
     float* ds_block = ws.take<float>(Br * St);
-    Pair* ds_rows = ws.take<Pair>(Br * Ps);        // dS rounded, for dQ
-    Pair* pt = ws.take<Pair>(Br / 2 * St);         // P^T, pairs of rows
-    Pair* dst = ws.take<Pair>(Br / 2 * St);        // dS^T
-    Pair* q_pairs = ws.take<Pair>(Br / 2 * dp);    // Q in pairs of rows
-    Pair* d_o_pairs = ws.take<Pair>(Br / 2 * dp);  // dO likewise
-    Pair* q_packed = ws.take<Pair>(Br * pd);       // groups of Q and dO (TiledBf16::pack_q)
-    Pair* d_o_packed = ws.take<Pair>(Br * pd);
+    Pair* ds_rows = ws.take<Pair>(Br * Ps);  // dS rounded, for dQ
+    Pair* pt = ws.take<Pair>(Br / 2 * St);   // P^T, pairs of rows
+    Pair* dst = ws.take<Pair>(Br / 2 * St);  // dS^T
+    // Q and dO in pairs of rows where some row of the block sees none of the keys (zeros then)
+    Pair* q_pad = ws.take<Pair>(Br / 2 * dp);
+    Pair* d_o_pad = ws.take<Pair>(Br / 2 * dp);
     std::size_t* begin = ws.take<std::size_t>(Br);
     std::size_t* end = ws.take<std::size_t>(Br);
     std::size_t* first = ws.take<std::size_t>(Bk);
@@ -158,14 +181,24 @@ struct TiledBf16Backward : TiledBf16<Arch> {
         inv_cap(pb.softcap > 0.0f ? 1.0f / pb.softcap : 0.0f);
     for (std::size_t g = 0; g < pb.group; ++g) {
       const auto [q, d_o, lse, delta, dq] = pb.head(g);
+      const std::size_t packed_rows = B::packed_rows(pb.q_len);
+      const auto* head_rows =
+          reinterpret_cast<const Pair*>(pb.rows_packed + g * pb.rows_packed_floats);
+      const Pair* head_pairs = head_rows + 2 * packed_rows * pd;
       for (std::size_t i0 = seen_rows.begin; i0 < seen_rows.end; i0 += Br) {
         const std::size_t br = min_of(Br, rows.end - i0);
         B::row_spans(pb, lse, i0, br, j0, bc, begin, end);
-        pair_rows(q + i0 * d, br, end, d, q_pairs);
-        pair_rows(d_o + i0 * d, br, end, d, d_o_pairs);
+        const Pair* q_pairs = head_pairs + i0 / 2 * dp;  // i0: a multiple of Br
+        const Pair* d_o_pairs = head_pairs + (packed_rows + i0) / 2 * dp;
+        if (!std::all_of(end, end + br, [](std::size_t e) { return e > 0; })) {
+          pair_rows(q + i0 * d, br, end, d, q_pad);
+          pair_rows(d_o + i0 * d, br, end, d, d_o_pad);
+          q_pairs = q_pad;
+          d_o_pairs = d_o_pad;
+        }
         for (std::size_t x = 0; x < br * dp; ++x) dq_part[x] = 0.0f;
-        T::pack_q(q + i0 * d, br, MR, d, q_packed);
-        T::pack_q(d_o + i0 * d, br, MR, d, d_o_packed);
+        const Pair* q_packed = head_rows + i0 * pd;
+        const Pair* d_o_packed = head_rows + (packed_rows + i0) * pd;
 
         for (std::size_t g0 = 0; g0 < br; g0 += MR) {
           const std::size_t mr = min_of(MR, br - g0);
