@@ -278,6 +278,15 @@ struct KvPacking {
                std::size_t first, std::size_t last, void* packed) = nullptr;
 };
 
+// A backward kernel's own layout of each query head's Q and dO rows, packed once per call by the
+// driver: rows [first, last) of a head (first a multiple of kRowsPerTask, last too or q_len) into
+// the head's `bytes(q_len, head_dim)` at out.
+struct RowPacking {
+  std::size_t (*bytes)(std::size_t q_len, std::size_t head_dim) = nullptr;
+  void (*pack)(const float* q, const float* d_o, std::size_t q_len, std::size_t head_dim,
+               std::size_t first, std::size_t last, void* out) = nullptr;
+};
+
 // The backward pass of one kernel, in one of two shapes.
 // Tiled: `keys` computes key block `keys` (of `key_block` keys, the last one shorter) of one
 // key/value head over every query row of its group: recomputes P = exp(scale Q K^T - LSE) tile by
@@ -288,15 +297,6 @@ struct KvPacking {
 // to dV and dK for key block `keys`, over every row.
 // `key_block(head_dim)` depends on the kernel, the head dim and the caches this CPU reports,
 // never on the thread count, so that every sum runs in the same order whatever the threads.
-// A backward kernel's own layout of each query head's Q and dO rows, packed once per call by the
-// driver: rows [first, last) of a head (first a multiple of kRowsPerTask, last too or q_len) into
-// the head's `bytes(q_len, head_dim)` at out.
-struct RowPacking {
-  std::size_t (*bytes)(std::size_t q_len, std::size_t head_dim) = nullptr;
-  void (*pack)(const float* q, const float* d_o, std::size_t q_len, std::size_t head_dim,
-               std::size_t first, std::size_t last, void* out) = nullptr;
-};
-
 struct Backward {
   std::size_t (*key_block)(std::size_t head_dim) = nullptr;
   void (*keys)(const BackwardProblem& problem, KeyRange keys, RowRange rows,
