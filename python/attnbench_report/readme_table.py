@@ -3,8 +3,10 @@
     python -m attnbench_report.readme_table reports/runs/<run>               # print the table
     python -m attnbench_report.readme_table reports/runs/<run> --write README.md   # replace it there
 
-Reads the run's results.json (the matrix) and, where they lie beside it, the contenders' windows
-(contenders.json, python_contenders.json) through the one loader (load/results.py). For a few
+Reads the run's Python contenders' windows (python_contenders.json and its bf16 twin): the libraries
+a user would pick instead, the front page's question; the benchmark matrix and the C++ window
+(OpenBLAS, oneDNN 2.6's primitives) stay in the report, and the matrix stands in only for a run without
+the Python windows. Each through the one loader (load/results.py). For a few
 forward points (one head, not causal, n = 1024, 4096, 16384 where measured, d = 64 and 128, one
 thread and all) each source gets a table: attnbench's fastest kernel at the point against each
 other contender of that source, GFLOP/s (median over repetitions) and its share of the FMA peak the
@@ -30,11 +32,10 @@ MARKERS = ("<!-- results-table: begin (python -m attnbench_report.readme_table; 
            "<!-- results-table: end -->")
 PREFERRED_N = (1024, 4096, 16384)
 PREFERRED_D = (64, 128)
-SOURCES = (("matrix", "the benchmark matrix (`results.json`)"),
-           ("contenders", "the C++ contenders' window (`contenders.json`)"),
-           ("python", "the Python contenders' window (`python_contenders.json`)"),
+SOURCES = (("python", "the Python contenders' window (`python_contenders.json`)"),
            ("python bf16", "the Python bf16 window (`python_contenders_bf16.json`: bf16 products on "
                            "bfloat16 values; the share is of the measured bf16 product peak)"))
+MATRIX = ("matrix", "the benchmark matrix (`results.json`)")  # for a run without the Python windows
 # Context keys a run may record its commit under (the first present wins).
 COMMIT_KEYS = ("attnbench_commit", "git_commit", "commit")
 
@@ -157,9 +158,10 @@ def table_markdown(run_dir: str | Path) -> str:
            f"the FMA peak the run measured ({peak_text or 'not recorded'}). The last column divides each "
            f"side's fastest repetition where the source records one (these points are compute-bound: noise "
            f"on a shared host only adds time), else the medians. A ratio is read within one source, never "
-           f"across."]
+           f"across. The benchmark matrix and the C++ window (OpenBLAS, oneDNN 2.6's primitives): the report."]
     absent = []
-    for name, title in SOURCES:
+    sources = SOURCES if any(name in windows for name, _ in SOURCES) else (MATRIX,)
+    for name, title in sources:
         if name == "matrix":
             # (the float32 kernels: a bf16 kernel's points are the bf16 window's comparison)
             source_table, roles, context = table.matrix(), {k[len("role "):]: v for k, v in run.context.items()
