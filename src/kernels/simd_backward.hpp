@@ -280,6 +280,12 @@ struct SimdBackward : Simd<Arch> {
     }
   }
 
+  // Whether each of the br rows whose spans end at `end` sees some key of the block (else its
+  // rows enter the products as zeros, from a copy).
+  static bool every_row_sees(const std::size_t* end, std::size_t br) {
+    return std::all_of(end, end + br, [](std::size_t e) { return e > 0; });
+  }
+
   // The BlockKeys of the mr rows whose spans are at begin and end.
   static typename S::BlockKeys group_keys(const std::size_t* begin, const std::size_t* end,
                                           std::size_t mr, std::size_t bc) {
@@ -396,7 +402,7 @@ struct TiledSimdBackward : SimdBackward<Arch> {
         B::row_spans(pb, lse, i0, br, j0, bc, begin, end);
         const float* q_rows = packed.q_rows + i0 * dp;
         const float* d_o_rows = packed.d_o_rows + i0 * dp;
-        if (!std::all_of(end, end + br, [](std::size_t e) { return e > 0; })) {
+        if (!B::every_row_sees(end, br)) {
           for (std::size_t r = 0; r < br; ++r) {
             B::pad_row(q + (i0 + r) * d, end[r] > 0, d, dp, q_pad + r * dp);
             B::pad_row(d_o + (i0 + r) * d, end[r] > 0, d, dp, d_o_pad + r * dp);

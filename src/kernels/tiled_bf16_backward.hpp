@@ -11,7 +11,7 @@
 // (its V or Q half masked, as the forward masks a row's last odd key).
 #pragma once
 
-#include <algorithm>
+#include <algorithm>  // std::fill
 #include <tuple>
 
 #include "kernels/simd_backward.hpp"
@@ -190,7 +190,7 @@ struct TiledBf16Backward : TiledBf16<Arch> {
         B::row_spans(pb, lse, i0, br, j0, bc, begin, end);
         const Pair* q_pairs = head_pairs + i0 / 2 * dp;  // i0: a multiple of Br
         const Pair* d_o_pairs = head_pairs + (packed_rows + i0) / 2 * dp;
-        if (!std::all_of(end, end + br, [](std::size_t e) { return e > 0; })) {
+        if (!B::every_row_sees(end, br)) {
           pair_rows(q + i0 * d, br, end, d, q_pad);
           pair_rows(d_o + i0 * d, br, end, d, d_o_pad);
           q_pairs = q_pad;
