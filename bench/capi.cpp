@@ -146,17 +146,21 @@ int attnbench_c_training_step(const char* kernel, std::size_t n, std::size_t d, 
       error, error_size);
 }
 
-// A KvCache of registry kernel `kernel` for one layer of `kv_heads` heads of `d`, holding `kv_len`
-// keys and values appended from k and v ([kv_heads][kv_len][d] float32, packed on `threads`
-// threads): what a decode loop attends through. The cache, or null with the message.
-void* attnbench_c_cache_new(const char* kernel, std::size_t kv_heads, std::size_t kv_len,
-                            std::size_t d, const float* k, const float* v, std::size_t threads,
-                            char* error, std::size_t error_size) {
+// A KvCache of registry kernel `kernel` for one layer of `kv_heads` heads of `d`, storing K/V as
+// `kv_type` ("f32", "q8_0", ...: KvType's names), holding `kv_len` keys and values appended from k
+// and v ([kv_heads][kv_len][d] float32, packed on `threads` threads): what a decode loop attends
+// through. The cache, or null with the message.
+void* attnbench_c_cache_new(const char* kernel, const char* kv_type, std::size_t kv_heads,
+                            std::size_t kv_len, std::size_t d, const float* k, const float* v,
+                            std::size_t threads, char* error, std::size_t error_size) {
   attnbench::KvCache* cache = nullptr;
   guarded(
       [&] {
+        const auto type = attnbench::kv_type_from_string(kv_type);
+        if (!type)
+          throw std::invalid_argument(std::string("kv_type: unknown type '") + kv_type + "'");
         auto made = std::make_unique<attnbench::KvCache>(kernel_named(kernel), 1, kv_heads, d,
-                                                         kv_len, attnbench::KvType::f32);
+                                                         kv_len, *type);
         made->append(k, v, kv_len, threads);
         cache = made.release();
       },
@@ -167,15 +171,17 @@ void* attnbench_c_cache_new(const char* kernel, std::size_t kv_heads, std::size_
 void attnbench_c_cache_free(void* cache) { delete static_cast<attnbench::KvCache*>(cache); }
 
 // O ([q_heads][q_len][d]) of Q ([q_heads][q_len][d]) through `cache` (grouped-query attention when
-// q_heads exceeds its kv_heads), causal aligned bottom-right, on `threads` threads. 0, or -1.
+// q_heads exceeds its kv_heads), causal aligned bottom-right, on `threads` threads; the query
+// rounded to q8_0 for Q K^T when `quantise_query` (Options::quantise_query). 0, or -1.
 int attnbench_c_cache_attention(void* cache, std::size_t q_heads, std::size_t q_len, int causal,
-                                const float* q, float* o, std::size_t threads, char* error,
-                                std::size_t error_size) {
+                                int quantise_query, const float* q, float* o, std::size_t threads,
+                                char* error, std::size_t error_size) {
   return guarded(
       [&] {
         const auto& c = *static_cast<const attnbench::KvCache*>(cache);
         attnbench::Options options;
         options.causal = causal != 0;
+        options.quantise_query = quantise_query != 0;
         options.threads = threads;
         const attnbench::Shape shape{1, q_heads, c.kv_heads(), q_len, c.length(), c.head_dim()};
         attnbench::Tensors tensors{q, nullptr, nullptr, o};

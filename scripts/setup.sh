@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs what attnbench needs: the C++ libraries and tools from Debian 12's apt, and the Python
-# packages of requirements.txt (pinned, from PyPI) into the project's virtual environment .venv/.
+# Installs what attnbench needs: the C++ libraries and tools from Debian 12's apt, the Python
+# packages of requirements.txt (pinned, from PyPI) into the project's virtual environment .venv/, and
+# ggml (the contender llama.cpp runs on the CPU) built from the pinned llama-cpp-python source on PyPI
+# into .venv/ggml/.
 # Idempotent: does nothing when all are present. Run as root (or with sudo available) for apt.
 #   scripts/setup.sh           install what is missing
 #   scripts/setup.sh --check   exit 1 if anything is missing, install nothing
@@ -32,10 +34,19 @@ done
 venv=.venv
 venv_current() { cmp -s requirements.txt "$venv/requirements.installed"; }
 
+# ggml: PyPI ships it only inside llama-cpp-python's source distribution (vendor/llama.cpp/ggml/).
+# Only its CPU backend is built (under a minute on 2 cores), as llama.cpp builds it from source
+# (GGML_NATIVE, OpenMP threads), into .venv/ggml/{lib,include}; docs/contenders.md says how it is called.
+ggml_sdist=llama_cpp_python-0.3.36
+ggml_sha256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+ggml_dir=$venv/ggml
+ggml_current() { [[ $(cat "$ggml_dir/SOURCE" 2>/dev/null) == "$ggml_sdist $ggml_sha256" ]]; }
+
 if [[ ${1:-} == --check ]]; then
   status=0
   [[ ${#missing[@]} -eq 0 ]] || { echo "missing packages: ${missing[*]}"; status=1; }
   venv_current || { echo "$venv/ is missing or older than requirements.txt"; status=1; }
+  ggml_current || { echo "$ggml_dir/ is missing or not built from $ggml_sdist"; status=1; }
   exit $status
 fi
 
@@ -56,4 +67,27 @@ else
   [[ -x $venv/bin/python ]] || python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements.txt
   cp requirements.txt "$venv/requirements.installed"
+fi
+
+if ggml_current; then
+  echo "setup: $ggml_dir/ current ($ggml_sdist)"
+else
+  echo "setup: building ggml's CPU backend from $ggml_sdist (PyPI) into $ggml_dir/"
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  "$venv/bin/python" -m pip download --quiet --no-deps --no-binary :all: "${ggml_sdist/_python-/-python==}" -d "$work"
+  echo "$ggml_sha256  $work/$ggml_sdist.tar.gz" | sha256sum --check --quiet
+  tar -xzf "$work/$ggml_sdist.tar.gz" -C "$work" "$ggml_sdist/vendor/llama.cpp"
+  src=$work/$ggml_sdist/vendor/llama.cpp
+  cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+    -DGGML_NATIVE=ON -DGGML_CCACHE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF > "$work/configure.log" 2>&1 ||
+    { tail -30 "$work/configure.log"; exit 1; }
+  cmake --build "$work/build" --target ggml-cpu > "$work/build.log" 2>&1 || { tail -30 "$work/build.log"; exit 1; }
+  rm -rf "$ggml_dir"
+  mkdir -p "$ggml_dir/lib"
+  cp -a "$work/build/bin/"libggml*.so* "$ggml_dir/lib/"
+  cp -r "$src/ggml/include" "$ggml_dir/include"
+  cp "$src/LICENSE" "$ggml_dir/LICENSE"
+  echo "$ggml_sdist $ggml_sha256" > "$ggml_dir/SOURCE"
 fi

@@ -73,6 +73,10 @@ build/bin/attnbench_bench --preset="$preset" --contenders \
 # values (its attnbench points fail as unsupported where the CPU lacks AVX512_BF16).
 "$python" scripts/contenders.py --preset "$preset" --lib build/lib/libattnbench_capi.so --dtype bf16 \
   --out "$out/python_contenders_bf16.json" ${filter:+--filter "$filter"}
+# The q8_0 window: one-row decode through a q8_0 K/V cache, attnbench's against ggml's (llama.cpp's
+# --cache-type-k/v q8_0), on the same q8_0 values.
+"$python" scripts/contenders.py --preset "$preset" --lib build/lib/libattnbench_capi.so --dtype q8_0 \
+  --out "$out/python_contenders_q8_0.json" ${filter:+--filter "$filter"}
 took contenders
 # The decode window: decoding against a persistent KV cache in each storage type, the decode loop
 # and prefill, its repetitions interleaved at random so the ratios between types are fair.

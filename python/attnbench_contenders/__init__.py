@@ -1,4 +1,4 @@
-"""The Python contenders' window: NumPy, PyTorch, OpenVINO and ONNX Runtime beside attnbench's
+"""The Python contenders' window: NumPy, PyTorch, OpenVINO, ONNX Runtime and ggml beside attnbench's
 `tiled/simd`, in one process.
 
     PYTHONPATH=python .venv/bin/python -m attnbench_contenders --preset quick|standard|full \
@@ -14,7 +14,9 @@ softmax, matmul; `torch/sdpa`: `torch.nn.functional.scaled_dot_product_attention
 head, the layout whose CPU dispatch takes the fused kernel; the version and the path it took are
 recorded in the JSON's context), OpenVINO's CPU `ScaledDotProductAttention` (`openvino/sdpa`) and
 ONNX Runtime's CPU `MultiHeadAttention` (`onnxruntime/mha`), each compiled once per point as a
-deployment compiles it, the kernel that ran in each entry's `label`. Each contender
+deployment compiles it, and ggml's `flash_attn_ext` (`ggml/flash_attn_ext`, llama.cpp's CPU
+attention, through ctypes on the build scripts/setup.sh makes: ggml.py), the kernel that ran in
+each entry's `label`. Each contender
 is prepared, called once (the warm-up) and checked against the float64 oracle by the benchmark's own
 check (`attnbench_c_check`, 16 sampled rows) before it is timed; one that fails is recorded as
 failed, one that is missing or cannot run a point (causal) is recorded with the reason.
@@ -29,7 +31,7 @@ Threads: NumPy's OpenBLAS pool through its `openblas_set_num_threads` (the wheel
 its symbols prefixed), PyTorch's ATen pool and its own BLAS (MKL in the PyPI build) through
 `torch.set_num_threads`, attnbench's through its `threads` argument. `OMP_WAIT_POLICY=PASSIVE` is
 set (unless already set) before torch loads: on 2 cores ATen's OpenMP threads and OpenBLAS's would
-otherwise spin against each other.
+otherwise spin against each other (ggml's OpenMP threads sleep between calls too).
 """
 
 import os

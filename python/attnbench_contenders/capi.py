@@ -40,12 +40,12 @@ class Capi:
         self.lib.attnbench_c_training_step.argtypes = [ctypes.c_char_p, size, size, size, ctypes.c_int] + \
             [f32] * 9 + [ctypes.c_char_p, size]
         self.lib.attnbench_c_cache_new.restype = ctypes.c_void_p
-        self.lib.attnbench_c_cache_new.argtypes = [ctypes.c_char_p, size, size, size, f32, f32, size,
-                                                   ctypes.c_char_p, size]
+        self.lib.attnbench_c_cache_new.argtypes = [ctypes.c_char_p, ctypes.c_char_p, size, size, size, f32, f32,
+                                                   size, ctypes.c_char_p, size]
         self.lib.attnbench_c_cache_free.argtypes = [ctypes.c_void_p]
         self.lib.attnbench_c_cache_attention.restype = ctypes.c_int
-        self.lib.attnbench_c_cache_attention.argtypes = [ctypes.c_void_p, size, size, ctypes.c_int, f32, f32, size,
-                                                         ctypes.c_char_p, size]
+        self.lib.attnbench_c_cache_attention.argtypes = [ctypes.c_void_p, size, size, ctypes.c_int, ctypes.c_int,
+                                                         f32, f32, size, ctypes.c_char_p, size]
         self.lib.attnbench_c_check_gqa.restype = ctypes.c_int
         self.lib.attnbench_c_check_gqa.argtypes = [size, size, size, size, size, ctypes.c_int, f32, f32, f32, f32,
                                                    size, ctypes.POINTER(ctypes.c_double), ctypes.c_char_p, size]
@@ -111,12 +111,12 @@ class Capi:
                                               error, len(error)) != 0:
             raise RuntimeError(error.value.decode())
 
-    def cache_new(self, kernel: bytes, k, v, threads: int):
-        """A KvCache holding k and v ([kv_heads][kv_len][d]); freed by cache_free."""
+    def cache_new(self, kernel: bytes, k, v, threads: int, kv_dtype: str = "f32"):
+        """A KvCache holding k and v ([kv_heads][kv_len][d]) stored as `kv_dtype`; freed by cache_free."""
         error = ctypes.create_string_buffer(512)
         kv_heads, kv_len, d = k.shape
-        cache = self.lib.attnbench_c_cache_new(kernel, kv_heads, kv_len, d, _ptr(k), _ptr(v), threads, error,
-                                               len(error))
+        cache = self.lib.attnbench_c_cache_new(kernel, kv_dtype.encode(), kv_heads, kv_len, d, _ptr(k), _ptr(v),
+                                               threads, error, len(error))
         if not cache:
             raise RuntimeError(error.value.decode())
         return cache
@@ -124,11 +124,11 @@ class Capi:
     def cache_free(self, cache) -> None:
         self.lib.attnbench_c_cache_free(cache)
 
-    def cache_attention(self, cache, q, o, threads: int, causal: bool) -> None:
+    def cache_attention(self, cache, q, o, threads: int, causal: bool, quantise_query: bool = False) -> None:
         error = ctypes.create_string_buffer(512)
         q_heads, q_len, _ = q.shape
-        if self.lib.attnbench_c_cache_attention(cache, q_heads, q_len, int(causal), _ptr(q), _ptr(o), threads,
-                                                error, len(error)) != 0:
+        if self.lib.attnbench_c_cache_attention(cache, q_heads, q_len, int(causal), int(quantise_query), _ptr(q),
+                                                _ptr(o), threads, error, len(error)) != 0:
             raise RuntimeError(error.value.decode())
 
     def check_gqa(self, q, k, v, o, causal: bool) -> tuple[bool, float, str]:

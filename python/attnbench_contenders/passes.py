@@ -111,18 +111,21 @@ class Decode(Contender):
 
 
 class AttnbenchDecode(_Ours, Decode):
+    kv_dtype, quantise_query = "f32", False
+
     def __init__(self, capi: Capi, name: str, description: dict):
         super().__init__(capi, name, description)
         self.cache = None
-        self.label = "attention() through a KvCache (f32), filled once per point"
+        self.label = f"attention() through a KvCache ({self.kv_dtype}), filled once per point" + (
+            ", the query rounded to q8_0 for Q K^T (quantise_query)" if self.quantise_query else "")
 
     def prepare(self, point, q, k, v):
         super().prepare(point, q, k, v)
-        self.cache = self.capi.cache_new(self.kernel, k, v, point["threads"])
+        self.cache = self.capi.cache_new(self.kernel, k, v, point["threads"], self.kv_dtype)
         self.o = np.empty_like(q)
 
     def run(self):
-        self.capi.cache_attention(self.cache, self.q, self.o, self.point["threads"], False)
+        self.capi.cache_attention(self.cache, self.q, self.o, self.point["threads"], False, self.quantise_query)
 
     def output(self):
         return self.o
@@ -132,6 +135,12 @@ class AttnbenchDecode(_Ours, Decode):
             self.capi.cache_free(self.cache)
         self.cache = None
         super().release()
+
+
+class AttnbenchDecodeQ8(AttnbenchDecode):
+    """The q8_0 cache with the query rounded to q8_0 for Q K^T: the arithmetic of ggml's q8_0 decode."""
+
+    kv_dtype, quantise_query = "q8_0", True
 
 
 class OnnxRuntimeGqaDecode(OnnxRuntimeOp, Decode):

@@ -22,7 +22,7 @@ from . import __doc__ as PACKAGE_DOC
 from .capi import Capi, OpenBlas
 from .forward import (Attnbench, NumpyInplace, NumpyTextbook, OnnxRuntimeMha, OpenVinoSdpa, OpenVinoSdpaBf16,
                       TorchMatmul, TorchSdpa, TorchSdpaBf16)
-from . import passes
+from . import ggml, passes
 from .isolation import Isolated
 from .libraries import onnxruntime, openvino, torch, torch_blas
 
@@ -66,6 +66,8 @@ def arrays(p: dict, seed: int = 1) -> tuple:
     if p["pass"] == "decode":
         q = gen.standard_normal((p["q_heads"], 1, p["d"]), dtype=np.float32)
         k, v = (gen.standard_normal((p["kv_heads"], p["n"], p["d"]), dtype=np.float32) for _ in range(2))
+        if p.get("dtype") == "q8_0":
+            q, k, v = (q8_0_values(x) for x in (q, k, v))
         return q, k, v, None
     q, k, v = (gen.standard_normal((p["n"], p["d"]), dtype=np.float32) for _ in range(3))
     d_o = gen.standard_normal((p["n"], p["d"]), dtype=np.float32) if p["pass"] == "forward+backward" else None
@@ -73,6 +75,19 @@ def arrays(p: dict, seed: int = 1) -> tuple:
         import ml_dtypes
         q, k, v = (x.astype(ml_dtypes.bfloat16).astype(np.float32) for x in (q, k, v))
     return q, k, v, d_o
+
+
+def q8_0_values(x: np.ndarray) -> np.ndarray:
+    """x rounded to the values ggml's q8_0 blocks hold (32 along the last axis, scale max|x| / 127 as
+    float16, codes rounded half away from zero): storing them as q8_0 again gives the same blocks, so
+    every contender of the q8_0 window holds its inputs exactly and the float32 oracle check applies."""
+    blocks = x.reshape(-1, 32).astype(np.float32)
+    scale = np.abs(blocks).max(axis=1, keepdims=True) / np.float32(127)
+    inverse = np.divide(np.float32(1), scale, out=np.zeros_like(scale), where=scale != 0)
+    y = blocks * inverse
+    whole = np.trunc(y)
+    codes = whole + np.where(np.abs(y - whole) >= 0.5, np.sign(y), np.float32(0))  # C's roundf
+    return (codes * scale.astype(np.float16).astype(np.float32)).astype(np.float32).reshape(x.shape)
 
 
 def prepare_checked(c, p: dict, capi: Capi, inputs: tuple) -> tuple:
@@ -175,17 +190,25 @@ def contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
     """Every contender of the window, by pass; the forward's first is attnbench's."""
     ours, torch_sdpa = Attnbench(capi, "tiled/simd"), TorchSdpa(blas)
     return {"forward": [ours, NumpyTextbook(blas), NumpyInplace(blas), TorchMatmul(blas), torch_sdpa,
-                        OpenVinoSdpa(), OnnxRuntimeMha()],
+                        OpenVinoSdpa(), OnnxRuntimeMha(), ggml.GgmlFlashAttn()],
             "forward+backward": [passes.AttnbenchTraining(capi, ours.name, ours.description),
                                  passes.TorchSdpaTraining(torch_sdpa.description)],
             "decode": [passes.AttnbenchDecode(capi, ours.name, ours.description),
-                       passes.TorchSdpaDecode(torch_sdpa.description), passes.OnnxRuntimeGqaDecode()]}
+                       passes.TorchSdpaDecode(torch_sdpa.description), passes.OnnxRuntimeGqaDecode(),
+                       ggml.GgmlDecode()]}
 
 
 def bf16_contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
     """The bf16 window's contenders: attnbench's bf16-products kernel against PyTorch's bf16 SDPA and
     OpenVINO's SDPA at bf16 inference precision, on the same bfloat16 values (the forward only)."""
     return {"forward": [Attnbench(capi, "tiled/simd-bf16"), TorchSdpaBf16(blas), OpenVinoSdpaBf16()]}
+
+
+def q8_0_contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
+    """The q8_0 window's contenders: one-row decode through a q8_0 K/V cache, attnbench's (the query
+    quantised as ggml quantises it) against ggml's, on the same q8_0 values."""
+    ours = Attnbench(capi, "tiled/simd")
+    return {"decode": [passes.AttnbenchDecodeQ8(capi, ours.name, ours.description), ggml.GgmlDecodeQ8()]}
 
 
 def further_points(capi: Capi, preset: str, forward: list) -> list:
@@ -222,33 +245,36 @@ def main(argv=None) -> int:
                         help="seconds a point's worker may take before it is ended (default: from the budget)")
     parser.add_argument("--factory", default="",
                         help="module:function(capi, blas) -> {pass: [contenders]} the worker builds "
-                             "(default: contenders_by_pass, or bf16_contenders_by_pass with --dtype bf16)")
-    parser.add_argument("--dtype", choices=("f32", "bf16"), default="f32",
-                        help="bf16: the bf16 window (bfloat16 values, bf16 implementations, the forward)")
+                             "(default: contenders_by_pass, or the --dtype window's)")
+    parser.add_argument("--dtype", choices=("f32", "bf16", "q8_0"), default="f32",
+                        help="bf16: the bf16 window (bfloat16 values, bf16 implementations, the forward); q8_0: "
+                             "the quantised decode window (q8_0 values, a q8_0 K/V cache, one-row decode)")
     args = parser.parse_args(argv)
     bf16 = args.dtype == "bf16"
-    args.factory = args.factory or ("attnbench_contenders.window:" +
-                                    ("bf16_contenders_by_pass" if bf16 else "contenders_by_pass"))
+    args.factory = args.factory or ("attnbench_contenders.window:" + {
+        "f32": "contenders_by_pass", "bf16": "bf16_contenders_by_pass", "q8_0": "q8_0_contenders_by_pass"}[args.dtype])
 
     capi, blas = Capi(args.lib), OpenBlas()
     forward, reps, min_time, budget = capi.preset(args.preset, args.threads)
     if bf16:
         points = [dict(p, **{"pass": "forward", "dtype": "bf16"}) for p in forward]
+    elif args.dtype == "q8_0":
+        points = [dict(p, dtype="q8_0") for p in further_points(capi, args.preset, forward) if p["pass"] == "decode"]
     else:
         points = [dict(p, **{"pass": "forward"}) for p in forward] + further_points(capi, args.preset, forward)
     module, function = args.factory.split(":")
     by_pass = getattr(importlib.import_module(module), function)(capi, blas)
-    contenders = by_pass["forward"]
     keep = re.compile(args.filter) if args.filter else None
     context = {
         "date": datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds"),
         "host_name": socket.gethostname(), "executable": " ".join([sys.executable] + sys.argv),
-        "num_cpus": os.cpu_count(), "attnbench_window": "python bf16" if bf16 else "python",
+        "num_cpus": os.cpu_count(), "attnbench_window": "python" if args.dtype == "f32" else f"python {args.dtype}",
         "dtype": args.dtype, "attnbench_preset": args.preset,
         "threads_all": str(args.threads), "cpu_model": cpu_model(), "python_version": platform.python_version(),
         "numpy_version": np.__version__, "torch_version": torch.__version__ if torch is not None else "missing",
         "openvino_version": openvino.get_version() if openvino is not None else "missing",
         "onnxruntime_version": onnxruntime.__version__ if onnxruntime is not None else "missing",
+        "ggml_version": ggml.version(),
         "torch_blas": torch_blas(),
         "openblas_corename": blas.corename(), "openblas_config": blas.config(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),

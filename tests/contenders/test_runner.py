@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 import attnbench_contenders as contenders
-from attnbench_contenders import passes
+from attnbench_contenders import ggml, passes
+from attnbench_contenders.window import q8_0_values
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPI = os.environ.get("ATTNBENCH_CAPI", str(ROOT / "build" / "lib" / "libattnbench_capi.so"))
@@ -60,7 +61,7 @@ class RunnerTest(unittest.TestCase):
         context = data["context"]
         self.assertEqual(context["attnbench_window"], "python")
         names = {json.loads(v)["library"] for k, v in context.items() if k.startswith("contender ")}
-        self.assertEqual(names, {"attnbench", "NumPy", "PyTorch", "OpenVINO", "ONNX Runtime"})
+        self.assertEqual(names, {"attnbench", "NumPy", "PyTorch", "OpenVINO", "ONNX Runtime", "ggml"})
         # attnbench's kernel with the role and fusion the benchmark gives it.
         ours = json.loads(context[f"contender {self.capi.resolve('tiled/simd')}"])
         self.assertEqual((ours["role"], ours["fused"]), ("attnbench", True))
@@ -72,10 +73,10 @@ class RunnerTest(unittest.TestCase):
         kernels = {name.split("/n:")[0] for name in runs}
         self.assertIn(self.capi.resolve("tiled/simd"), kernels)
         self.assertTrue({"numpy/textbook", "numpy/inplace", "torch/matmul", "torch/sdpa", "openvino/sdpa",
-                         "onnxruntime/mha"} <= kernels, kernels)
+                         "onnxruntime/mha", "ggml/flash_attn_ext"} <= kernels, kernels)
         # The fused contenders record the kernel that ran, point by point.
         for name, entries in runs.items():
-            if name.startswith(("torch/sdpa", "openvino/sdpa", "onnxruntime/mha")):
+            if name.startswith(("torch/sdpa", "openvino/sdpa", "onnxruntime/mha", "ggml/")):
                 self.assertTrue(entries[0].get("label"), name)
         for name, entries in runs.items():
             self.assertEqual(sorted(e["repetition_index"] for e in entries), [0, 1, 2], name)
@@ -134,6 +135,35 @@ class RunnerTest(unittest.TestCase):
                 self.assertTrue(mine[0]["label"], side.name)
                 pass_ = "/pass:forward+backward" if point["pass"] != "decode" else "/heads:8/kv_heads:2/"
                 self.assertIn(pass_, mine[0]["run_name"])
+
+    def test_ggml_forward_and_decode_f32_and_q8_0_pass_the_oracle_check(self):
+        layer = {"pass": "decode", "n": 700, "d": 64, "q_heads": 8, "kv_heads": 2, "causal": False, "threads": 2}
+        ours = contenders.Attnbench(self.capi, "tiled/simd")
+        for point, sides in (
+                ({"pass": "forward", "n": 77, "d": 24, "causal": True, "threads": 2}, [ggml.GgmlFlashAttn()]),
+                (layer, [ggml.GgmlDecode()]),
+                (dict(layer, dtype="q8_0"), [ggml.GgmlDecodeQ8(),
+                                             passes.AttnbenchDecodeQ8(self.capi, ours.name, ours.description)])):
+            entries = contenders.run_point(point, sides, self.capi, self.blas, 2, 0.0, 10.0, random.Random(1),
+                                           lambda _: None)
+            self.assertEqual(len(entries), 2 * len(sides), point)
+            for e in entries:
+                self.assertFalse(e.get("error_occurred"), e.get("error_message"))
+                self.assertLess(e["oracle_error_ratio"], 1.0)
+            labels = {e["run_name"].split("/")[0]: e["label"] for e in entries}
+            self.assertIn(point.get("dtype", "f32") + " K/V", labels["ggml"])
+
+    def test_q8_0_values_are_a_fixed_point_of_ggml_q8_0(self):
+        # Stored again as q8_0 (by ggml's own quantiser), the values give back the same bytes.
+        x = q8_0_values(np.random.default_rng(3).standard_normal((4, 96), dtype=np.float32) * 3)
+        self.assertTrue(np.array_equal(q8_0_values(x), x))
+        graph = ggml._Graph(x[None, :1], x[None], x[None], False, 1, ggml.Q8_0)
+        try:
+            once, again = graph._stored(x, ggml.Q8_0), graph._stored(q8_0_values(x), ggml.Q8_0)
+        finally:
+            graph.free()
+        self.assertTrue(np.array_equal(once, again))
+        self.assertFalse(np.array_equal(x, np.random.default_rng(3).standard_normal((4, 96), dtype=np.float32) * 3))
 
     def _window(self, factory: str, threads: str) -> list:
         with tempfile.TemporaryDirectory() as tmp:

@@ -464,7 +464,8 @@ def load(paths: Iterable[str | Path]) -> "Table":
 
 
 # The contenders' windows a study writes next to results.json (scripts/study.sh).
-WINDOW_FILES = ("contenders.json", "python_contenders.json", "python_contenders_bf16.json")
+WINDOW_FILES = ("contenders.json", "python_contenders.json", "python_contenders_bf16.json",
+                "python_contenders_q8_0.json")
 # Every other JSON a study writes next to results.json, the windows first (scripts/study.sh).
 STUDY_FILES = WINDOW_FILES + ("decode.json", "scaling.json", "phases.json", "constants.json")
 

@@ -63,7 +63,7 @@ def load_windows(run: Run) -> list:
         # ratios are read between contenders of one pass, each pass a table and figure row of its own.
         for pass_, label in WINDOW_PASSES:
             mine = [r for r in records if _window_pass(r) == pass_]
-            if mine or pass_ == "forward":
+            if mine or (pass_ == "forward" and not records):  # an empty window still says it ran
                 windows.append(Window(name + label, path, context, Table(mine, [window_run]), contenders))
     return windows
 

@@ -14,6 +14,13 @@ _HOW_WINDOW = {
                   "run in one shuffled order, so drift of the machine falls on all of them alike",
     "python": "`scripts/contenders.py`, one Python process: at each point, rounds that run every contender once in a "
               "shuffled order (attnbench's kernel through its C helper, on the same arrays and clock)",
+    "python bf16": "`scripts/contenders.py --dtype bf16`, as the python window, on bfloat16 values: attnbench's "
+                   "bf16-products kernel against the peers' bf16 attention",
+    "python q8_0": "`scripts/contenders.py --dtype q8_0`, as the python window: one query row per head of a "
+                   "Llama-style layer (32 query heads over 8 key/value heads, d = 128) against n keys stored as "
+                   "ggml's q8_0 blocks, attnbench through a q8_0 KvCache with the query rounded to q8_0 for Q K^T "
+                   "(the arithmetic of ggml's q8_0 decode) against ggml's flash_attn_ext on q8_0 K/V; Q, K and V "
+                   "are q8_0 values to begin with, so both hold them exactly and the float32 oracle check applies",
 }
 # What a window of one further pass times (the loader names it "<window>, <pass>").
 _HOW_PASS = {
@@ -24,14 +31,16 @@ _HOW_PASS = {
     "decode": "each call one query row per head of a Llama-style layer (32 query heads over 8 key/value heads, d = "
               "128) against a cache of n keys, each side's cache as a decode loop keeps it: attnbench through a "
               "KvCache filled once per point, PyTorch on its K and V tensors with enable_gqa, ONNX Runtime's "
-              "GroupQueryAttention appending the new token into a past K/V buffer its present output shares",
+              "GroupQueryAttention appending the new token into a past K/V buffer its present output shares, ggml's "
+              "flash_attn_ext on K/V tensors set once per point",
 }
 
 
 def _how(window_name: str) -> str:
     base, _, pass_ = window_name.partition(", ")
     how = _HOW_WINDOW.get(base, "interleaved")
-    return f"{how}; {_HOW_PASS[pass_]}" if pass_ in _HOW_PASS else how
+    own_pass = base == "python q8_0"  # its text says what its decode points are
+    return f"{how}; {_HOW_PASS[pass_]}" if pass_ in _HOW_PASS and not own_pass else how
 
 
 def _point(lead) -> str:
