@@ -3,8 +3,9 @@
     python -m attnbench_report.readme_table reports/runs/<run>               # print the table
     python -m attnbench_report.readme_table reports/runs/<run> --write README.md   # replace it there
 
-Reads the run's Python contenders' windows (python_contenders.json and its bf16 twin): the libraries
-a user would pick instead, the front page's question; the benchmark matrix and the C++ window
+Reads the run's Python contenders' windows (python_contenders.json and its bf16 twin; the decode
+points of it and of the q8_0 window in tables of their own): the libraries a user would pick instead,
+the front page's question; the benchmark matrix and the C++ window
 (OpenBLAS, oneDNN 2.6's primitives) stay in the report, and the matrix stands in only for a run without
 the Python windows. Each through the one loader (load/results.py). For a few
 forward points (one head, not causal, n = 1024, 4096, 16384 where measured, d = 64 and 128, one
@@ -36,6 +37,10 @@ SOURCES = (("python", "the Python contenders' window (`python_contenders.json`)"
            ("python bf16", "the Python bf16 window (`python_contenders_bf16.json`: bf16 products on "
                            "bfloat16 values; the share is of the measured bf16 product peak)"))
 MATRIX = ("matrix", "the benchmark matrix (`results.json`)")  # for a run without the Python windows
+# One-row decode of the Llama-style layer: each window's own table (its ratios from medians).
+DECODE_SOURCES = (("python, decode", "the Python window's decode points (K/V f32)"),
+                  ("python q8_0, decode", "the q8_0 decode window (`python_contenders_q8_0.json`: K/V stored as "
+                                          "ggml's q8_0 blocks, the query rounded to q8_0 for Q K^T on both sides)"))
 # Context keys a run may record its commit under (the first present wins).
 COMMIT_KEYS = ("attnbench_commit", "git_commit", "commit")
 
@@ -106,6 +111,30 @@ def _source_table(table, run, roles: dict, peak_context: dict) -> tuple:
         cells.append(f"{lead:.2f}x" if not math.isnan(lead) else "–")
         lines.append("| " + " | ".join(cells) + " |")
     return (lines if len(lines) > 2 else []), bases
+
+
+def _decode_table(table, roles: dict) -> list:
+    """Markdown lines of a decode window's table: per cache length and thread count, each contender's
+    median ms per call and attnbench's lead over the strongest other (medians: a memory-bound point's
+    lucky repetition says little)."""
+    kernels = table.values("kernel")
+    ours_names = [k for k in kernels if _role(k, roles) == "attnbench"]
+    others = [k for k in kernels if _role(k, roles) != "attnbench"]
+    if not ours_names or not others:
+        return []
+    head = ["keys", "threads"] + [f"`{k}` (ms)" for k in ours_names + others] + ["attnbench over the strongest other"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for n, t in sorted({(r.kv_len, r.threads) for r in table}):
+        at = table.where(kv_len=n, threads=t)
+        times = {k: (r.time_ms_median if r and not r.skipped else math.nan)
+                 for k in ours_names + others for r in [at.one(kernel=k)]}
+        ours = min((times[k] for k in ours_names if not math.isnan(times[k])), default=math.nan)
+        strongest = min((times[k] for k in others if not math.isnan(times[k])), default=math.nan)
+        cells = [f"{n:,}", str(t)] + [f"{times[k]:.3g}" if not math.isnan(times[k]) else "–"
+                                      for k in ours_names + others]
+        cells.append(f"{strongest / ours:.2f}x" if not (math.isnan(ours) or math.isnan(strongest)) else "–")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines if len(lines) > 2 else []
 
 
 def _commit(run) -> str:
@@ -183,6 +212,12 @@ def table_markdown(run_dir: str | Path) -> str:
         basis = "" if bases == {"fastest"} else " (its last column: medians, as it records no fastest repetition)" \
             if bases == {"median"} else " (its last column: fastest repetitions where recorded, else medians)"
         out += ["", f"From {title}{basis}:", ""] + lines
+    for name, title in DECODE_SOURCES:
+        w = windows.get(name)
+        lines = _decode_table(w.table, {k: c.role for k, c in w.contenders.items()}) if w else []
+        if lines:
+            out += ["", f"One-row decode of a Llama-style layer (32 query heads over 8 key/value heads, d = 128) "
+                        f"through a cache of the given keys, from {title}; medians:", ""] + lines
     if absent:
         out += ["", "Not in this run: " + "; ".join(absent) + "."]
     return "\n".join(out) + "\n"

@@ -103,6 +103,24 @@ class WindowsTest(unittest.TestCase):
         self.assertAlmostEqual(decode_lead.ratio, 1.5 / 2.0)
         self.assertIn("fastest repetition", narrative_contenders._basis(w))
 
+    def test_the_readme_decode_table_gives_each_window_its_own_medians_and_lead(self):
+        from attnbench_report import readme_table
+        decode = "q:1/kv:4096/heads:32/kv_heads:8/d:128"
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp, True)
+        shutil.copy(support.FIXTURE, tmp / "results.json")
+        for file, name, peer_ms in (("python_contenders.json", "python", [4.0, 5.0, 6.0]),
+                                    ("python_contenders_q8_0.json", "python q8_0", [9.0, 9.0, 30.0])):
+            context = {"attnbench_window": name, "contender ours/k": describe("attnbench", True),
+                       "contender fused/peer": describe("peer", True)}
+            benchmarks = [entry(f"ours/k/{decode}/threads:1/causal:0", t, 1.0, rep=i) for i, t in enumerate([2.0, 1.0, 9.0])]
+            benchmarks += [entry(f"fused/peer/{decode}/threads:1/causal:0", t, 1.0, rep=i) for i, t in enumerate(peer_ms)]
+            (tmp / file).write_text(json.dumps({"context": context, "benchmarks": benchmarks}))
+        text = readme_table.table_markdown(tmp)
+        rows = [line for line in text.splitlines() if line.startswith("| 4,096 | 1 |")]
+        self.assertEqual(rows, ["| 4,096 | 1 | 2 | 5 | 2.50x |", "| 4,096 | 1 | 2 | 9 | 4.50x |"])
+        self.assertIn("q8_0 decode window", text)
+
     def test_missing_unsupported_and_failed_are_statuses_with_reasons(self):
         w = self.window([
             entry("ours/k/n:64/d:8/threads:1/causal:1", 1.0, 50.0),
