@@ -35,6 +35,9 @@ from .libraries import onnxruntime, openvino, torch, torch_blas
 SETTLE_SECONDS = 0.2
 
 
+# Bytes a stored K or V value takes in the decode points' cache (ggml's q8_0: 34 bytes per 32 values).
+KV_BYTES = {"q8_0": 34 / 32}
+
 # A Llama-style layer, the decode points' layout: 32 query heads over 8 key/value heads of 128.
 DECODE_LAYOUT = {"q_heads": 32, "kv_heads": 8, "d": 128}
 
@@ -175,7 +178,8 @@ def run_point(p: dict, contenders: list, capi: Capi, blas: OpenBlas, reps: int, 
                 "GFLOP/s": flops / seconds / 1e9, "flops_per_call": flops,
                 "scratch_bytes": c.scratch_bytes(),
                 "score_matrix_bytes": 4.0 * p["n"] * (p["q_heads"] if p["pass"] == "decode" else p["n"]),
-                **({"bytes_moved": 8.0 * p["kv_heads"] * p["n"] * p["d"]} if p["pass"] == "decode" else {}),
+                **({"bytes_moved": 2 * KV_BYTES.get(p.get("dtype"), 4.0) * p["kv_heads"] * p["n"] * p["d"]}
+                   if p["pass"] == "decode" else {}),
                 "oracle_error_ratio": worst,
                 **({"label": c.label} if getattr(c, "label", "") else {}),
             })

@@ -101,6 +101,10 @@ class WindowsTest(unittest.TestCase):
         (decode_lead,) = ac.leads(dw)
         self.assertEqual(decode_lead.basis, "median")  # memory-bound: the medians
         self.assertAlmostEqual(decode_lead.ratio, 1.5 / 2.0)
+        # Decode's why: each side's K/V read rate (2 x 4 bytes x 8 heads x 4096 keys x 128 over its median).
+        why = narrative_contenders._why(dw)
+        self.assertIn("attnbench read K and V at 16.8 GB/s, `fused/peer` at 22.4 GB/s", why)
+        self.assertIn("4 query heads per K/V head", why)
         self.assertIn("fastest repetition", narrative_contenders._basis(w))
 
     def test_the_readme_decode_table_gives_each_window_its_own_medians_and_lead(self):

@@ -92,7 +92,7 @@ def build(table: Points, figures: dict, demos: dict | None = None, windows: list
         doc.section("The n × d matrix").add(Paragraph(
             "This run measured no square one-head point (`n:` in the name), so there are no curves against n, "
             "no figures and no fits; the points it has are listed below."))
-    narrative_contenders.section(doc, windows or [], figures)
+    narrative_contenders.section(doc, windows or [], figures, run)
     narrative_shapes.decode_and_gqa(doc, forward, all_threads)
     if len(matrix.measured()):
         narrative_backward.section(doc, table, figures, all_threads)

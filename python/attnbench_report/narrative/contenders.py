@@ -64,7 +64,7 @@ def headline(windows: list) -> str | None:
     return ("Against the alternatives (ratios within one interleaved window): " + "; ".join(parts) + ".") if parts else None
 
 
-def section(doc: Document, windows: list, figures: dict) -> None:
+def section(doc: Document, windows: list, figures: dict, run=None) -> None:
     if not windows:
         return
     s = doc.section("Against the alternatives")
@@ -103,7 +103,7 @@ def section(doc: Document, windows: list, figures: dict) -> None:
         s.add(Table(["n", "d", "threads", "causal"] + [fmt.code(n) for n in names] + ["attnbench / strongest peer"],
                     rows, align="rrrl" + "r" * len(names) + "l",
                     caption=f"GFLOP/s (median of the repetitions) in the {w.name} window. " + _basis(w)))
-        s.add(Paragraph(_why(w)))
+        s.add(Paragraph(_why(w, run)))
         missing = ac.not_measured(w)
         if missing:
             reasons = sorted({f"{fmt.code(r.kernel)}: {r.skip_reason}" for r in missing})
@@ -150,7 +150,35 @@ def _fused_why(w, leads: list, fused: list) -> str:
     return text
 
 
-def _why(w) -> str:
+# Bytes a stored K or V value takes in a window of this dtype (ggml's q8_0: 34 bytes per 32 values).
+_KV_BYTES = {"q8_0": 34 / 32}
+
+
+def _decode_why(w, leads: list, run) -> str:
+    """One query row per head reads the whole cache once a call, so the cache's bytes over the memory's
+    speed bound the call: each side's K/V read rate at the longest cache, against the run's triad."""
+    if not leads or any(l.ours.q_len >= l.ours.kv_len for l in leads):
+        return ""
+    value_bytes = _KV_BYTES.get(str(w.context.get("dtype", "")), 4.0)
+
+    def rate(r):  # GB/s of stored K and V
+        return 2 * value_bytes * r.kv_heads * r.kv_len * r.d / (r.time_ms_median * 1e6)
+
+    longest = max(l.n for l in leads)
+    group = max(1, leads[0].ours.heads // leads[0].ours.kv_heads)
+    parts = []
+    for l in sorted((l for l in leads if l.n == longest), key=lambda l: l.threads):
+        triad = run.triad_gbs(l.threads) if run is not None else None
+        share = f" ({100 * rate(l.ours) / triad:.0f} % of the run's triad, {triad:.1f} GB/s)" if triad else ""
+        parts.append(f"on {l.threads} thread{'s' if l.threads > 1 else ''} attnbench read K and V at "
+                     f"{rate(l.ours):.1f} GB/s{share}, {fmt.code(l.peer.kernel)} at {rate(l.peer):.1f} GB/s")
+    return (f"A decode call reads the whole cache once, so its bytes over the memory's speed bound the call's time. At "
+            f"{longest:,} keys ({fmt.bytes_(2 * value_bytes * leads[0].ours.kv_heads * longest * leads[0].ours.d)} of "
+            f"K and V): " + "; ".join(parts) + ". A contender far below the triad is computing, not waiting on memory: "
+            f"with {group} query heads per K/V head, attnbench attends each K/V head once for its {group} query rows.")
+
+
+def _why(w, run=None) -> str:
     leads = ac.leads(w)
     if not leads:
         return "No point of this window has both attnbench and a peer measured."
@@ -177,6 +205,9 @@ def _why(w) -> str:
     fused = sorted({k for k, f in peers_fused.items() if f})
     if fused:
         sentences.append(_fused_why(w, leads, fused))
+    decode = _decode_why(w, leads, run)
+    if decode:
+        sentences.append(decode)
     baseline = [l.baseline_over_peer for l in leads if l.baseline_over_peer is not None]
     if baseline:
         sentences.append(f"attnbench's own baseline reaches {fmt.ratio(min(baseline))} to {fmt.ratio(max(baseline))} "
