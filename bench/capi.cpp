@@ -74,12 +74,15 @@ int attnbench_c_preset(const char* name, std::size_t all_threads, std::size_t* n
   return static_cast<int>(i);
 }
 
-// The contender preset's training-step lengths (`pass` 0) or decode cache lengths (`pass` 1): up to
-// `max` written to `out`; returns their number, or -1 for an unknown preset.
+// The contender preset's training-step lengths (`pass` 0), decode cache lengths (`pass` 1) or
+// prefill lengths (`pass` 2): up to `max` written to `out`; returns their number, or -1 for an
+// unknown preset.
 int attnbench_c_preset_pass(const char* name, int pass, std::size_t* out, std::size_t max) {
   const auto preset = attnbench::bench::contender_preset(name, 1);
   if (!preset) return -1;
-  const auto& list = pass == 0 ? preset->training_lengths : preset->decode_lengths;
+  const auto& list = pass == 0   ? preset->training_lengths
+                     : pass == 1 ? preset->decode_lengths
+                                 : preset->prefill_lengths;
   std::size_t i = 0;
   for (; i < list.size() && i < max; ++i) out[i] = list[i];
   return static_cast<int>(i);
@@ -121,6 +124,23 @@ int attnbench_c_attention(const char* kernel, std::size_t n, std::size_t d, std:
         options.threads = threads;
         attnbench::attention(kernel_named(kernel), head(n, d), options, {q, k, v, o},
                              workspace_of(kernel));
+      },
+      error, error_size);
+}
+
+// Grouped-query attention over one batch: Q and O [q_heads][n][d], K and V [kv_heads][n][d] (each
+// K/V head serving q_heads / kv_heads query heads), causal or not, on `threads` threads. 0, or -1.
+int attnbench_c_attention_gqa(const char* kernel, std::size_t q_heads, std::size_t kv_heads,
+                              std::size_t n, std::size_t d, std::size_t threads, int causal,
+                              const float* q, const float* k, const float* v, float* o, char* error,
+                              std::size_t error_size) {
+  return guarded(
+      [&] {
+        attnbench::Options options;
+        options.causal = causal != 0;
+        options.threads = threads;
+        attnbench::attention(kernel_named(kernel), {1, q_heads, kv_heads, n, n, d}, options,
+                             {q, k, v, o}, workspace_of(kernel));
       },
       error, error_size);
 }

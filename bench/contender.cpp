@@ -94,6 +94,7 @@ std::optional<ContenderPreset> contender_preset(const std::string& name, std::si
     preset.budget_seconds = 0.5;
     preset.training_lengths = {256};
     preset.decode_lengths = {1024};
+    preset.prefill_lengths = {256};
   } else if (name == "standard") {
     lengths = {1024, 4096, 16384};
     dims = {64, 128};
@@ -103,6 +104,7 @@ std::optional<ContenderPreset> contender_preset(const std::string& name, std::si
     preset.budget_seconds = 6.0;
     preset.training_lengths = {1024, 4096};
     preset.decode_lengths = {4096, 65536};
+    preset.prefill_lengths = {2048};
   } else if (name == "full") {
     lengths = {128, 256, 512, 1024, 2048, 4096, 8192, 16384};
     dims = {64, 128};
@@ -112,6 +114,7 @@ std::optional<ContenderPreset> contender_preset(const std::string& name, std::si
     preset.budget_seconds = 6.0;
     preset.training_lengths = {1024, 4096, 16384};
     preset.decode_lengths = {4096, 16384, 65536, 131072};
+    preset.prefill_lengths = {1024, 4096};
   } else {
     return std::nullopt;
   }

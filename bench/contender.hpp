@@ -63,9 +63,11 @@ struct ContenderPreset {
   double budget_seconds;
   // The Python window's further passes (scripts/contenders.py): a training step (forward, then
   // backward) at these n, at each head dim of `points`, not causal and causal; and one-row decode
-  // of a Llama-style layer (32 query heads, 8 key/value heads, d = 128) over these cache lengths.
+  // of a Llama-style layer (32 query heads, 8 key/value heads, d = 128) over these cache lengths;
+  // and the same layer's causal prefill (every query row of a prompt of these lengths).
   std::vector<std::size_t> training_lengths;
   std::vector<std::size_t> decode_lengths;
+  std::vector<std::size_t> prefill_lengths;
 };
 // "quick", "standard" or "full"; nullopt for another name. Threads 1 and `all_threads` at every
 // point.

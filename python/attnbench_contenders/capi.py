@@ -36,6 +36,9 @@ class Capi:
         size = ctypes.c_size_t
         self.lib.attnbench_c_preset_pass.restype = ctypes.c_int
         self.lib.attnbench_c_preset_pass.argtypes = [ctypes.c_char_p, ctypes.c_int, size_p, size]
+        self.lib.attnbench_c_attention_gqa.restype = ctypes.c_int
+        self.lib.attnbench_c_attention_gqa.argtypes = [ctypes.c_char_p, size, size, size, size, size, ctypes.c_int,
+                                                       f32, f32, f32, f32, ctypes.c_char_p, size]
         self.lib.attnbench_c_training_step.restype = ctypes.c_int
         self.lib.attnbench_c_training_step.argtypes = [ctypes.c_char_p, size, size, size, ctypes.c_int] + \
             [f32] * 9 + [ctypes.c_char_p, size]
@@ -77,9 +80,11 @@ class Capi:
                 "git_dirty": self.lib.attnbench_c_git_dirty().decode()}
 
     def preset_pass(self, name: str, pass_: str) -> list[int]:
-        """The preset's training-step lengths ("forward+backward") or decode cache lengths ("decode")."""
+        """The preset's training-step lengths ("forward+backward"), decode cache lengths ("decode") or
+        prefill lengths ("prefill")."""
         out = (ctypes.c_size_t * 64)()
-        count = self.lib.attnbench_c_preset_pass(name.encode(), 0 if pass_ == "forward+backward" else 1, out, 64)
+        which = {"forward+backward": 0, "decode": 1, "prefill": 2}[pass_]
+        count = self.lib.attnbench_c_preset_pass(name.encode(), which, out, 64)
         return list(out[:max(count, 0)])
 
     def resolve(self, kernel: str) -> str:
@@ -101,6 +106,14 @@ class Capi:
         n, d = q.shape
         if self.lib.attnbench_c_attention(kernel, n, d, threads, int(causal), _ptr(q), _ptr(k), _ptr(v),
                                           _ptr(o), error, len(error)) != 0:
+            raise RuntimeError(error.value.decode())
+
+    def attention_gqa(self, kernel: bytes, q, k, v, o, threads: int, causal: bool) -> None:
+        """O ([q_heads][n][d]) of Q ([q_heads][n][d]) over K, V ([kv_heads][n][d])."""
+        error = ctypes.create_string_buffer(512)
+        (q_heads, n, d), kv_heads = q.shape, k.shape[0]
+        if self.lib.attnbench_c_attention_gqa(kernel, q_heads, kv_heads, n, d, threads, int(causal), _ptr(q), _ptr(k),
+                                              _ptr(v), _ptr(o), error, len(error)) != 0:
             raise RuntimeError(error.value.decode())
 
     def training_step(self, kernel: bytes, q, k, v, d_o, o, lse, dq, dk, dv, threads: int, causal: bool) -> None:

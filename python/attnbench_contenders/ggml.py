@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import passes
 from .forward import Contender
 from .passes import Decode
 
@@ -213,3 +214,18 @@ class GgmlDecodeQ8(GgmlDecode):
     q8_0`): ggml rounds the query to q8_0 for its integer Q K^T and widens V to f32 per key."""
 
     kv_dtype = "q8_0"
+
+
+class GgmlPrefill(_Ggml, passes.Prefill):
+    """Causal prefill of the grouped-query layer: q (q_heads, n, d), k, v (kv_heads, n, d), f32."""
+
+    name = "ggml/flash_attn_ext"
+
+    def prepare(self, point, q, k, v):
+        super().prepare(point, q, k, v)
+        self.graph = _Graph(q, k, v, point["causal"], point["threads"], F32)
+        path = "tiled path" if point["n"] >= TILE_Q else "one-row chunks"
+        self.label = f"flash_attn_ext, f32 K/V, {path} ({_isa()}) by ggml's dispatch rule"
+
+    def output(self):
+        return np.ascontiguousarray(self.graph.output().transpose(1, 0, 2))  # [n][heads][d] -> [heads][n][d]

@@ -46,9 +46,10 @@ def point_name(contender: str, p: dict) -> str:
     """The benchmark name of a contender at a point, in the C++ windows' scheme (the report's loader
     reads its columns): `.../n:N/d:D/threads:T/causal:C`, a training step's ending in
     `/pass:forward+backward`, a decode point's `.../q:1/kv:N/heads:H/kv_heads:K/d:D/...`."""
-    if p["pass"] == "decode":
-        return (f"{contender}/q:1/kv:{p['n']}/heads:{p['q_heads']}/kv_heads:{p['kv_heads']}/d:{p['d']}"
-                f"/threads:{p['threads']}/causal:0")
+    if p["pass"] in ("decode", "prefill"):
+        rows = 1 if p["pass"] == "decode" else p["n"]
+        return (f"{contender}/q:{rows}/kv:{p['n']}/heads:{p['q_heads']}/kv_heads:{p['kv_heads']}/d:{p['d']}"
+                f"/threads:{p['threads']}/causal:{int(p['causal'])}")
     name = f"{contender}/n:{p['n']}/d:{p['d']}/threads:{p['threads']}/causal:{int(p['causal'])}"
     return name + ("/pass:forward+backward" if p["pass"] == "forward+backward" else "")
 
@@ -60,14 +61,16 @@ def flops_of(p: dict) -> float:
     if p["pass"] == "decode":
         return 4.0 * p["q_heads"] * n * d
     pairs = n * (n + 1) / 2 if p["causal"] else n * n
+    if p["pass"] == "prefill":
+        return 4.0 * p["q_heads"] * pairs * d
     return 4.0 * pairs * d * (3.5 if p["pass"] == "forward+backward" else 1.0)
 
 
 def arrays(p: dict, seed: int = 1) -> tuple:
     """Seeded standard-normal Q, K, V (and dO for a training step) of a point."""
     gen = np.random.default_rng(seed)
-    if p["pass"] == "decode":
-        q = gen.standard_normal((p["q_heads"], 1, p["d"]), dtype=np.float32)
+    if p["pass"] in ("decode", "prefill"):
+        q = gen.standard_normal((p["q_heads"], 1 if p["pass"] == "decode" else p["n"], p["d"]), dtype=np.float32)
         k, v = (gen.standard_normal((p["kv_heads"], p["n"], p["d"]), dtype=np.float32) for _ in range(2))
         if p.get("dtype") == "q8_0":
             q, k, v = (q8_0_values(x) for x in (q, k, v))
@@ -114,7 +117,7 @@ def prepare_checked(c, p: dict, capi: Capi, inputs: tuple) -> tuple:
     call = time.perf_counter() - start
     if p["pass"] == "forward+backward":
         return call, worst, ""  # its gradients were checked above, on the smaller problem
-    if p["pass"] == "decode":
+    if p["pass"] in ("decode", "prefill"):
         passed, worst, failure = capi.check_gqa(q, k, v, c.output(), p["causal"])
     else:
         passed, worst, failure = capi.check(q, k, v, c.output(), p["causal"], bf16=p.get("dtype") == "bf16")
@@ -177,7 +180,8 @@ def run_point(p: dict, contenders: list, capi: Capi, blas: OpenBlas, reps: int, 
                 "real_time": seconds * 1e3, "cpu_time": seconds * 1e3, "time_unit": "ms",
                 "GFLOP/s": flops / seconds / 1e9, "flops_per_call": flops,
                 "scratch_bytes": c.scratch_bytes(),
-                "score_matrix_bytes": 4.0 * p["n"] * (p["q_heads"] if p["pass"] == "decode" else p["n"]),
+                "score_matrix_bytes": 4.0 * p["n"] * {"decode": p.get("q_heads", 1),
+                                                      "prefill": p.get("q_heads", 1) * p["n"]}.get(p["pass"], p["n"]),
                 **({"bytes_moved": 2 * KV_BYTES.get(p.get("dtype"), 4.0) * p["kv_heads"] * p["n"] * p["d"]}
                    if p["pass"] == "decode" else {}),
                 "oracle_error_ratio": worst,
@@ -199,7 +203,10 @@ def contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
                                  passes.TorchSdpaTraining(torch_sdpa.description)],
             "decode": [passes.AttnbenchDecode(capi, ours.name, ours.description),
                        passes.TorchSdpaDecode(torch_sdpa.description), passes.OnnxRuntimeGqaDecode(),
-                       ggml.GgmlDecode()]}
+                       ggml.GgmlDecode()],
+            "prefill": [passes.AttnbenchPrefill(capi, ours.name, ours.description),
+                        passes.TorchSdpaPrefill(torch_sdpa.description), passes.OnnxRuntimeGqaPrefill(),
+                        ggml.GgmlPrefill()]}
 
 
 def bf16_contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
@@ -217,7 +224,8 @@ def q8_0_contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
 
 def further_points(capi: Capi, preset: str, forward: list) -> list:
     """The preset's training-step points (its lengths, at the forward points' head dims and thread
-    counts, not causal and causal) and decode points (the Llama layout over its cache lengths)."""
+    counts, not causal and causal), decode points (the Llama layout over its cache lengths) and causal
+    prefill points (the Llama layout over its prompt lengths)."""
     dims = sorted({p["d"] for p in forward})
     threads = sorted({p["threads"] for p in forward})
     training = [{"pass": "forward+backward", "n": n, "d": d, "threads": t, "causal": causal}
@@ -225,7 +233,9 @@ def further_points(capi: Capi, preset: str, forward: list) -> list:
                 for causal in (False, True) for t in threads]
     decode = [dict(DECODE_LAYOUT, **{"pass": "decode", "n": kv, "threads": t, "causal": False})
               for kv in capi.preset_pass(preset, "decode") for t in threads]
-    return training + decode
+    prefill = [dict(DECODE_LAYOUT, **{"pass": "prefill", "n": n, "threads": t, "causal": True})
+               for n in capi.preset_pass(preset, "prefill") for t in threads]
+    return training + decode + prefill
 
 
 def cpu_model() -> str:

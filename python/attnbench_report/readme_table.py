@@ -3,8 +3,8 @@
     python -m attnbench_report.readme_table reports/runs/<run>               # print the table
     python -m attnbench_report.readme_table reports/runs/<run> --write README.md   # replace it there
 
-Reads the run's Python contenders' windows (python_contenders.json and its bf16 twin; the decode
-points of it and of the q8_0 window in tables of their own): the libraries a user would pick instead,
+Reads the run's Python contenders' windows (python_contenders.json and its bf16 twin; the Llama
+layer's prefill and decode points, of it and of the q8_0 window, in tables of their own): the libraries a user would pick instead,
 the front page's question; the benchmark matrix and the C++ window
 (OpenBLAS, oneDNN 2.6's primitives) stay in the report, and the matrix stands in only for a run without
 the Python windows. Each through the one loader (load/results.py). For a few
@@ -37,10 +37,14 @@ SOURCES = (("python", "the Python contenders' window (`python_contenders.json`)"
            ("python bf16", "the Python bf16 window (`python_contenders_bf16.json`: bf16 products on "
                            "bfloat16 values; the share is of the measured bf16 product peak)"))
 MATRIX = ("matrix", "the benchmark matrix (`results.json`)")  # for a run without the Python windows
-# One-row decode of the Llama-style layer: each window's own table (its ratios from medians).
-DECODE_SOURCES = (("python, decode", "the Python window's decode points (K/V f32)"),
-                  ("python q8_0, decode", "the q8_0 decode window (`python_contenders_q8_0.json`: K/V stored as "
-                                          "ggml's q8_0 blocks, the query rounded to q8_0 for Q K^T on both sides)"))
+# The Llama-style layer (32 query heads over 8 key/value heads, d = 128): each window's own table.
+LAYER_SOURCES = (("python, prefill", "Causal prefill of a prompt of the given tokens", "the Python window's prefill "
+                                     "points; the last column divides each side's fastest repetition"),
+                 ("python, decode", "One-row decode through a cache of the given keys", "the Python window's decode "
+                                    "points (K/V f32); the last column divides the medians"),
+                 ("python q8_0, decode", "One-row decode through a cache of the given keys",
+                  "the q8_0 decode window (`python_contenders_q8_0.json`: K/V stored as ggml's q8_0 blocks, the query "
+                  "rounded to q8_0 for Q K^T on both sides); the last column divides the medians"))
 # Context keys a run may record its commit under (the first present wins).
 COMMIT_KEYS = ("attnbench_commit", "git_commit", "commit")
 
@@ -113,10 +117,10 @@ def _source_table(table, run, roles: dict, peak_context: dict) -> tuple:
     return (lines if len(lines) > 2 else []), bases
 
 
-def _decode_table(table, roles: dict) -> list:
-    """Markdown lines of a decode window's table: per cache length and thread count, each contender's
-    median ms per call and attnbench's lead over the strongest other (medians: a memory-bound point's
-    lucky repetition says little)."""
+def _layer_table(table, roles: dict) -> list:
+    """Markdown lines of a prefill or decode window's table: per length and thread count, each
+    contender's median ms per call and attnbench's lead over the strongest other (`comparable`: the
+    fastest repetitions at a compute-bound prefill point, the medians at a memory-bound decode one)."""
     kernels = table.values("kernel")
     ours_names = [k for k in kernels if _role(k, roles) == "attnbench"]
     others = [k for k in kernels if _role(k, roles) != "attnbench"]
@@ -126,13 +130,12 @@ def _decode_table(table, roles: dict) -> list:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for n, t in sorted({(r.kv_len, r.threads) for r in table}):
         at = table.where(kv_len=n, threads=t)
-        times = {k: (r.time_ms_median if r and not r.skipped else math.nan)
-                 for k in ours_names + others for r in [at.one(kernel=k)]}
-        ours = min((times[k] for k in ours_names if not math.isnan(times[k])), default=math.nan)
-        strongest = min((times[k] for k in others if not math.isnan(times[k])), default=math.nan)
-        cells = [f"{n:,}", str(t)] + [f"{times[k]:.3g}" if not math.isnan(times[k]) else "–"
+        records = {k: r for k in ours_names + others for r in [at.one(kernel=k)] if r and not r.skipped}
+        ours = max((records[k] for k in ours_names if k in records), key=speed, default=None)
+        leads = [comparable(ours, records[k]) for k in others if k in records] if ours else []
+        cells = [f"{n:,}", str(t)] + [f"{records[k].time_ms_median:.3g}" if k in records else "–"
                                       for k in ours_names + others]
-        cells.append(f"{strongest / ours:.2f}x" if not (math.isnan(ours) or math.isnan(strongest)) else "–")
+        cells.append(f"{min(a / b for a, b, _ in leads):.2f}x" if leads else "–")
         lines.append("| " + " | ".join(cells) + " |")
     return lines if len(lines) > 2 else []
 
@@ -212,12 +215,12 @@ def table_markdown(run_dir: str | Path) -> str:
         basis = "" if bases == {"fastest"} else " (its last column: medians, as it records no fastest repetition)" \
             if bases == {"median"} else " (its last column: fastest repetitions where recorded, else medians)"
         out += ["", f"From {title}{basis}:", ""] + lines
-    for name, title in DECODE_SOURCES:
+    for name, what, title in LAYER_SOURCES:
         w = windows.get(name)
-        lines = _decode_table(w.table, {k: c.role for k, c in w.contenders.items()}) if w else []
+        lines = _layer_table(w.table, {k: c.role for k, c in w.contenders.items()}) if w else []
         if lines:
-            out += ["", f"One-row decode of a Llama-style layer (32 query heads over 8 key/value heads, d = 128) "
-                        f"through a cache of the given keys, from {title}; medians:", ""] + lines
+            out += ["", f"{what}, a Llama-style layer (32 query heads over 8 key/value heads, d = 128), ms per call "
+                        f"(medians), from {title}:", ""] + lines
     if absent:
         out += ["", "Not in this run: " + "; ".join(absent) + "."]
     return "\n".join(out) + "\n"

@@ -153,6 +153,19 @@ class RunnerTest(unittest.TestCase):
             labels = {e["run_name"].split("/")[0]: e["label"] for e in entries}
             self.assertIn(point.get("dtype", "f32") + " K/V", labels["ggml"])
 
+    def test_prefill_points_check_and_time_every_side(self):
+        point = {"pass": "prefill", "n": 77, "d": 32, "q_heads": 8, "kv_heads": 2, "causal": True, "threads": 2}
+        by_pass = contenders.window.contenders_by_pass(self.capi, self.blas)
+        entries = contenders.run_point(point, by_pass["prefill"], self.capi, self.blas, 2, 0.0, 10.0,
+                                       random.Random(1), lambda _: None)
+        self.assertEqual({e["run_name"].split("/q:")[0] for e in entries},
+                         {self.capi.resolve("tiled/simd"), "torch/sdpa", "onnxruntime/gqa", "ggml/flash_attn_ext"})
+        for e in entries:
+            self.assertFalse(e.get("error_occurred"), e.get("error_message"))
+            self.assertIn("/q:77/kv:77/heads:8/kv_heads:2/d:32/threads:2/causal:1", e["run_name"])
+            self.assertLess(e["oracle_error_ratio"], 1.0)
+            self.assertTrue(e["label"])
+
     def test_q8_0_values_are_a_fixed_point_of_ggml_q8_0(self):
         # Stored again as q8_0 (by ggml's own quantiser), the values give back the same bytes.
         x = q8_0_values(np.random.default_rng(3).standard_normal((4, 96), dtype=np.float32) * 3)

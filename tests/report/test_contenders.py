@@ -117,12 +117,12 @@ class WindowsTest(unittest.TestCase):
                                     ("python_contenders_q8_0.json", "python q8_0", [9.0, 9.0, 30.0])):
             context = {"attnbench_window": name, "contender ours/k": describe("attnbench", True),
                        "contender fused/peer": describe("peer", True)}
-            benchmarks = [entry(f"ours/k/{decode}/threads:1/causal:0", t, 1.0, rep=i) for i, t in enumerate([2.0, 1.0, 9.0])]
-            benchmarks += [entry(f"fused/peer/{decode}/threads:1/causal:0", t, 1.0, rep=i) for i, t in enumerate(peer_ms)]
+            benchmarks = [entry(f"ours/k/{decode}/threads:1/causal:0", t, 1 / t, rep=i) for i, t in enumerate([2.0, 1.0, 9.0])]
+            benchmarks += [entry(f"fused/peer/{decode}/threads:1/causal:0", t, 1 / t, rep=i) for i, t in enumerate(peer_ms)]
             (tmp / file).write_text(json.dumps({"context": context, "benchmarks": benchmarks}))
         text = readme_table.table_markdown(tmp)
         rows = [line for line in text.splitlines() if line.startswith("| 4,096 | 1 |")]
-        self.assertEqual(rows, ["| 4,096 | 1 | 2 | 5 | 2.50x |", "| 4,096 | 1 | 2 | 9 | 4.50x |"])
+        self.assertEqual(rows, ["| 4,096 | 1 | 2 | 5 | 2.50x |", "| 4,096 | 1 | 2 | 9 | 4.50x |"])  # medians
         self.assertIn("q8_0 decode window", text)
 
     def test_missing_unsupported_and_failed_are_statuses_with_reasons(self):

@@ -69,10 +69,14 @@ def load_windows(run: Run) -> list:
 
 
 # A window's passes, in report order, and what each adds to the window's name.
-WINDOW_PASSES = (("forward", ""), ("forward+backward", ", training step"), ("decode", ", decode"))
+WINDOW_PASSES = (("forward", ""), ("forward+backward", ", training step"), ("prefill", ", prefill"),
+                 ("decode", ", decode"))
 
 
 def _window_pass(r: "Record") -> str:
-    """The pass of a window's record: decode for one query row against a cache (the gqa or decode
-    family), else the pass its name gives."""
-    return "decode" if r.family in ("decode", "gqa") else r.pass_
+    """The pass of a window's record: decode for fewer query rows than keys (the decode family, or
+    several heads), prefill for a prompt over several heads (as many rows as keys), else the pass its
+    name gives."""
+    if r.family in ("decode", "gqa"):
+        return "decode" if r.q_len < r.kv_len else "prefill"
+    return r.pass_

@@ -28,6 +28,10 @@ _HOW_PASS = {
                      "and dV); every gradient element checked against the float64 backward oracle before timing, on "
                      "a problem of the point's head dim, mask and threads with at most 256 rows; GFLOP/s count 3.5 "
                      "times the forward's FLOPs",
+    "prefill": "each call the causal prefill of a prompt of n tokens through a Llama-style layer (32 query heads over "
+               "8 key/value heads, d = 128): attnbench's attention() on the grouped-query shape, PyTorch with "
+               "enable_gqa and is_causal, ONNX Runtime's GroupQueryAttention on the whole prompt (writing K and V "
+               "into its cache buffer), ggml's flash_attn_ext with its causal mask",
     "decode": "each call one query row per head of a Llama-style layer (32 query heads over 8 key/value heads, d = "
               "128) against a cache of n keys, each side's cache as a decode loop keeps it: attnbench through a "
               "KvCache filled once per point, PyTorch on its K and V tensors with enable_gqa, ONNX Runtime's "
