@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .capi import Capi
-from .forward import Contender, OnnxRuntimeOp, sdpa_path
+from .forward import Attnbench, Contender, OnnxRuntimeOp, sdpa_path
 from .libraries import TORCH_ERROR, onnx, onnxruntime, torch
 
 # The largest training problem checked against the backward oracle before a point is timed.
@@ -153,20 +153,13 @@ class Prefill(Contender):
     passes = ("prefill",)
 
 
-class AttnbenchPrefill(_Ours, Prefill):
-    def __init__(self, capi: Capi, name: str, description: dict):
-        super().__init__(capi, name, description)
-        self.label = "attention() on the grouped-query shape (each K/V head read once for its query heads)"
+class AttnbenchPrefill(Attnbench, Prefill):
+    """The forward's contender on the grouped-query shape."""
 
-    def prepare(self, point, q, k, v):
-        super().prepare(point, q, k, v)
-        self.o = np.empty_like(q)
+    label = "attention() on the grouped-query shape (each K/V head read once for its query heads)"
 
     def run(self):
         self.capi.attention_gqa(self.kernel, self.q, self.k, self.v, self.o, self.point["threads"], self.point["causal"])
-
-    def output(self):
-        return self.o
 
 
 class TorchSdpaPrefill(_Torch, Prefill):

@@ -204,7 +204,7 @@ def contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
             "decode": [passes.AttnbenchDecode(capi, ours.name, ours.description),
                        passes.TorchSdpaDecode(torch_sdpa.description), passes.OnnxRuntimeGqaDecode(),
                        ggml.GgmlDecode()],
-            "prefill": [passes.AttnbenchPrefill(capi, ours.name, ours.description),
+            "prefill": [passes.AttnbenchPrefill(capi, "tiled/simd"),
                         passes.TorchSdpaPrefill(torch_sdpa.description), passes.OnnxRuntimeGqaPrefill(),
                         ggml.GgmlPrefill()]}
 
