@@ -4,13 +4,14 @@
     python -m attnbench_report.readme_table reports/runs/<run> --write README.md   # replace it there
 
 Reads the run's Python contenders' windows (python_contenders.json and its bf16 twin; the Llama
-layer's prefill and decode points, of it and of the q8_0 window, in tables of their own): the libraries a user would pick instead,
+layer's prefill and decode points, of it and of the q8_0 window, in one table whose rows each keep to
+their window): the libraries a user would pick instead,
 the front page's question; the benchmark matrix and the C++ window
 (OpenBLAS, oneDNN 2.6's primitives) stay in the report, and the matrix stands in only for a run without
 the Python windows. Each through the one loader (load/results.py). For a few
-forward points (one head, not causal, n = 1024, 4096, 16384 where measured, d = 64 and 128, one
-thread and all) each source gets a table: attnbench's fastest kernel at the point against each
-other contender of that source, GFLOP/s (median over repetitions) and its share of the FMA peak the
+forward points (one head, not causal, n = 1024 and 16384 where measured, d = 64 and 128, one
+thread and all) each source gets a table: attnbench's fastest kernel at the point against the
+strongest other contender of that source (every contender is in the report), GFLOP/s (median over repetitions) and its share of the FMA peak the
 run measured at that thread count; the lead over the strongest other from each side's fastest
 repetition (analysis/contenders.py). A ratio counts only within one source (docs/benchmarks.md), so
 the sources are never mixed in a row. A missing window, or a source without the points, is said in
@@ -31,20 +32,16 @@ from .load import windows as load_windows
 
 MARKERS = ("<!-- results-table: begin (python -m attnbench_report.readme_table; do not edit by hand) -->",
            "<!-- results-table: end -->")
-PREFERRED_N = (1024, 4096, 16384)
+PREFERRED_N = (1024, 16384)  # short and long; every n is in the report
 PREFERRED_D = (64, 128)
 SOURCES = (("python", "the Python contenders' window (`python_contenders.json`)"),
            ("python bf16", "the Python bf16 window (`python_contenders_bf16.json`: bf16 products on "
                            "bfloat16 values; the share is of the measured bf16 product peak)"))
 MATRIX = ("matrix", "the benchmark matrix (`results.json`)")  # for a run without the Python windows
-# The Llama-style layer (32 query heads over 8 key/value heads, d = 128): each window's own table.
-LAYER_SOURCES = (("python, prefill", "Causal prefill of a prompt of the given tokens", "the Python window's prefill "
-                                     "points; the last column divides each side's fastest repetition"),
-                 ("python, decode", "One-row decode through a cache of the given keys", "the Python window's decode "
-                                    "points (K/V f32); the last column divides the medians"),
-                 ("python q8_0, decode", "One-row decode through a cache of the given keys",
-                  "the q8_0 decode window (`python_contenders_q8_0.json`: K/V stored as ggml's q8_0 blocks, the query "
-                  "rounded to q8_0 for Q K^T on both sides); the last column divides the medians"))
+# The Llama-style layer (32 query heads over 8 key/value heads, d = 128): one table, each row's lead
+# within its own window (`comparable`: fastest repetitions at prefill, medians at decode).
+LAYER_SOURCES = (("python, prefill", "prefill, f32"), ("python, decode", "decode, K/V f32"),
+                 ("python q8_0, decode", "decode, K/V q8_0"))
 # Context keys a run may record its commit under (the first present wins).
 COMMIT_KEYS = ("attnbench_commit", "git_commit", "commit")
 
@@ -89,55 +86,48 @@ def _source_table(table, run, roles: dict, peak_context: dict) -> tuple:
     bases = set()
     if not points:
         return [], bases
-    kernels = table.values("kernel")
-    others = [k for k in kernels if _role(k, roles) != "attnbench"]
-    head = ["n", "d", "threads", "attnbench's fastest", "GFLOP/s (% of peak)"] + \
-           [f"`{k}`" for k in others] + ["fastest over the strongest other"]
+    others = [k for k in table.values("kernel") if _role(k, roles) != "attnbench"]
+    head = ["n", "d", "threads", "attnbench's fastest", "GFLOP/s (% of peak)", "strongest other", "its GFLOP/s",
+            "fastest over the strongest other"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for n, d, t in points:
         at = table.where(family=("matrix", "bf16"), pass_="forward", causal=False, n=n, d=d, threads=t).measured()
         peak = peak_context.get(t)
         ours = [r for r in at if _role(r.kernel, roles) == "attnbench" and not math.isnan(r.gflops_median)]
+        theirs = [r for k in others for r in [at.one(kernel=k)] if r and not math.isnan(r.gflops_median)]
         if not ours:
             continue
         best = max(ours, key=lambda r: r.gflops_median)
         cells = [str(n), str(d), str(t), f"`{best.kernel}`", _cell(best.gflops_median, _pct_peak(best, peak))]
-        fastest_ours = max(ours, key=speed)
-        lead = math.nan
-        for k in others:
-            r = at.one(kernel=k)
-            g = r.gflops_median if r else math.nan
-            cells.append(_cell(g, _pct_peak(r, peak) if r else math.nan))
-            if not math.isnan(g):
-                ours_g, other_g, basis = comparable(fastest_ours, r)
-                bases.add(basis)
-                lead = ours_g / other_g if math.isnan(lead) else min(lead, ours_g / other_g)
-        cells.append(f"{lead:.2f}x" if not math.isnan(lead) else "–")
+        leads = [(comparable(max(ours, key=speed), r), r) for r in theirs]
+        if leads:
+            (a, b, basis), strongest = min(leads, key=lambda x: x[0][0] / x[0][1])
+            bases.add(basis)
+            cells += [f"`{strongest.kernel}`", _cell(strongest.gflops_median, _pct_peak(strongest, peak)),
+                      f"{a / b:.2f}x"]
+        else:
+            cells += ["–", "–", "–"]
         lines.append("| " + " | ".join(cells) + " |")
     return (lines if len(lines) > 2 else []), bases
 
 
-def _layer_table(table, roles: dict) -> list:
-    """Markdown lines of a prefill or decode window's table: per length and thread count, each
-    contender's median ms per call and attnbench's lead over the strongest other (`comparable`: the
-    fastest repetitions at a compute-bound prefill point, the medians at a memory-bound decode one)."""
-    kernels = table.values("kernel")
-    ours_names = [k for k in kernels if _role(k, roles) == "attnbench"]
-    others = [k for k in kernels if _role(k, roles) != "attnbench"]
-    if not ours_names or not others:
-        return []
-    head = ["keys", "threads"] + [f"`{k}` (ms)" for k in ours_names + others] + ["attnbench over the strongest other"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+def _layer_rows(table, roles: dict, what: str) -> list:
+    """Rows of the layer table for one window: per length and thread count, attnbench's median ms per
+    call, the strongest other's and attnbench's lead over it (`comparable`: the fastest repetitions at
+    a compute-bound prefill point, the medians at a memory-bound decode one)."""
+    others = [k for k in table.values("kernel") if _role(k, roles) != "attnbench"]
+    rows = []
     for n, t in sorted({(r.kv_len, r.threads) for r in table}):
         at = table.where(kv_len=n, threads=t)
-        records = {k: r for k in ours_names + others for r in [at.one(kernel=k)] if r and not r.skipped}
-        ours = max((records[k] for k in ours_names if k in records), key=speed, default=None)
-        leads = [comparable(ours, records[k]) for k in others if k in records] if ours else []
-        cells = [f"{n:,}", str(t)] + [f"{records[k].time_ms_median:.3g}" if k in records else "–"
-                                      for k in ours_names + others]
-        cells.append(f"{min(a / b for a, b, _ in leads):.2f}x" if leads else "–")
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines if len(lines) > 2 else []
+        ours = [r for r in at if _role(r.kernel, roles) == "attnbench" and not r.skipped]
+        theirs = [r for k in others for r in [at.one(kernel=k)] if r and not r.skipped]
+        if not ours or not theirs:
+            continue
+        best = max(ours, key=speed)
+        (a, b, _), strongest = min(((comparable(best, r), r) for r in theirs), key=lambda x: x[0][0] / x[0][1])
+        rows.append(f"| {what} | {n:,} | {t} | {best.time_ms_median:.3g} | `{strongest.kernel}` | "
+                    f"{strongest.time_ms_median:.3g} | {a / b:.2f}x |")
+    return rows
 
 
 def _commit(run) -> str:
@@ -215,12 +205,15 @@ def table_markdown(run_dir: str | Path) -> str:
         basis = "" if bases == {"fastest"} else " (its last column: medians, as it records no fastest repetition)" \
             if bases == {"median"} else " (its last column: fastest repetitions where recorded, else medians)"
         out += ["", f"From {title}{basis}:", ""] + lines
-    for name, what, title in LAYER_SOURCES:
-        w = windows.get(name)
-        lines = _layer_table(w.table, {k: c.role for k, c in w.contenders.items()}) if w else []
-        if lines:
-            out += ["", f"{what}, a Llama-style layer (32 query heads over 8 key/value heads, d = 128), ms per call "
-                        f"(medians), from {title}:", ""] + lines
+    rows = [row for name, what in LAYER_SOURCES if name in windows
+            for row in _layer_rows(windows[name].table, {k: c.role for k, c in windows[name].contenders.items()}, what)]
+    if rows:
+        out += ["", "A Llama-style layer (32 query heads over 8 key/value heads, d = 128): causal prefill of a prompt, "
+                    "and one-row decode through a cache (the q8_0 rows from `python_contenders_q8_0.json`, the query "
+                    "rounded to q8_0 for Q K^T on both sides); ms per call (medians); the lead divides each side's "
+                    "fastest repetition at prefill and the medians at decode, each within its own window:", "",
+                "| pass | tokens | threads | attnbench (ms) | strongest other | its ms | attnbench over it |",
+                "|---|---|---|---|---|---|---|"] + rows
     if absent:
         out += ["", "Not in this run: " + "; ".join(absent) + "."]
     return "\n".join(out) + "\n"
