@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <attnbench/attnbench.hpp>
 #include "bench_inputs.hpp"
 #include "ceilings.hpp"
@@ -32,6 +34,7 @@ constexpr Layout kLlama{"llama", 32, 8};  // Llama-style grouped-query attention
 struct DecodePreset {
   std::vector<std::size_t> kv_lens;        // decode points, both layouts
   std::vector<std::size_t> llama_kv_lens;  // further decode points, the llama layout only
+  bool types_beyond_l3;                    // types points of both layouts at beyond_l3_kv too
   std::vector<std::size_t> generate_starts;
   std::size_t generate_tokens;
   std::size_t prefill_len;
@@ -43,11 +46,13 @@ struct DecodePreset {
 };
 
 // An fp32 token of the llama layout's K and V is 8 KiB, of one head 1 KiB: at kv 16384 the llama
-// cache (128 MiB) and at 65536 the head's (64 MiB) lie beyond any L3 of the project's machines.
+// cache (128 MiB) and at 65536 the head's (64 MiB) lie beyond a 32 MiB L3; the types points at
+// beyond_l3_kv lie beyond the L3 this CPU reports.
 DecodePreset decode_preset(const std::string& name) {
   if (name == "full") {
     return {.kv_lens = {4096, 16384, 65536},
             .llama_kv_lens = {131072},
+            .types_beyond_l3 = true,
             .generate_starts = {4096, 16384, 65536},
             .generate_tokens = 256,
             .prefill_len = 4096,
@@ -61,6 +66,7 @@ DecodePreset decode_preset(const std::string& name) {
   if (name == "standard") {
     return {.kv_lens = {4096, 16384, 65536},
             .llama_kv_lens = {},
+            .types_beyond_l3 = true,
             .generate_starts = {16384},
             .generate_tokens = 64,
             .prefill_len = 4096,
@@ -72,6 +78,7 @@ DecodePreset decode_preset(const std::string& name) {
   }
   return {.kv_lens = {4096, 16384},
           .llama_kv_lens = {},
+          .types_beyond_l3 = false,
           .generate_starts = {4096},
           .generate_tokens = 64,
           .prefill_len = 1024,
@@ -80,6 +87,17 @@ DecodePreset decode_preset(const std::string& name) {
           .min_time = 0.05,
           .types_seconds = 0.2,
           .types_rounds = 5};
+}
+
+// The smallest power of two from 4096 whose K/V in the smallest storage type (q4_0) outgrow the L3
+// this CPU reports: every type's cache lies beyond it (a guest's L3 can be a whole socket's: 260
+// MiB on the Emerald Rapids guest, where 65536 keys of the llama layout's fp16 K/V still fit).
+std::size_t beyond_l3_kv(const Layout& layout) {
+  const long reported = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  const std::size_t l3 = reported > 0 ? std::size_t(reported) : std::size_t{32} << 20;
+  std::size_t kv = 4096;
+  while (layout.kv_heads * kv * 2 * kv_row_bytes(KvType::q4_0, kHeadDim) < l3) kv *= 2;
+  return kv;
 }
 
 const std::map<std::size_t, double>* g_triad = nullptr;
@@ -237,6 +255,18 @@ std::vector<std::string> type_names() {
 void run_types(benchmark::State& state, const Kernel* kernel, Layout layout, std::size_t rows,
                std::size_t kv_len, std::size_t threads, double seconds, std::size_t min_rounds) {
   try {
+    std::size_t all_bytes = 0;  // the five caches'
+    for (KvType type : kTypes)
+      all_bytes += layout.kv_heads * kv_len * 2 * kv_row_bytes(type, kHeadDim);
+    const std::size_t memory =
+        std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGE_SIZE));
+    if (all_bytes > memory / 4) {
+      skip_all(state, "skipped: the caches of kv " + std::to_string(kv_len) + " take " +
+                          std::to_string(all_bytes >> 20) +
+                          " MiB, more than a quarter of memory (" + std::to_string(memory >> 20) +
+                          " MiB)");
+      return;
+    }
     std::unique_ptr<KvCache> caches[kTypeCount];
     for (std::size_t i = 0; i < kTypeCount; ++i)
       caches[i] = filled_cache(*kernel, layout, kTypes[i], kv_len, kv_len);
@@ -438,21 +468,32 @@ void register_decode(const std::string& preset_name, std::size_t all_threads,
   llama_lens.insert(llama_lens.end(), preset.llama_kv_lens.begin(), preset.llama_kv_lens.end());
   for (const Kernel* kernel : kernels) {
     const std::string kname(kernel->name);
+    // The types points: the llama layout at its decode lengths, and both layouts beyond the L3.
+    std::vector<std::pair<Layout, std::size_t>> types_shapes;
+    for (std::size_t kv : llama_lens) types_shapes.emplace_back(kLlama, kv);
+    if (preset.types_beyond_l3) {
+      for (const Layout& layout : {kHead, kLlama}) {
+        const std::size_t kv = beyond_l3_kv(layout);
+        if (layout.q_heads == kHead.q_heads ||
+            std::find(llama_lens.begin(), llama_lens.end(), kv) == llama_lens.end())
+          types_shapes.emplace_back(layout, kv);
+      }
+    }
     for (std::size_t t : thread_counts) {
-      for (std::size_t kv : llama_lens) {
-        const std::string name = "types/" + kname +
-                                 "/layout:llama/rows:1/kv:" + std::to_string(kv) +
+      for (const auto& [layout, kv] : types_shapes) {
+        const std::string name = "types/" + kname + "/layout:" + layout.name +
+                                 "/rows:1/kv:" + std::to_string(kv) +
                                  "/threads:" + std::to_string(t);
-        auto* b = benchmark::RegisterBenchmark(name.c_str(), run_types, kernel, kLlama, 1, kv, t,
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), run_types, kernel, layout, 1, kv, t,
                                                preset.types_seconds, preset.types_rounds);
         b->Iterations(1)->UseManualTime();
-        // A round reads the f32 bytes and twice the 16-bit ones; a repetition first fills the three
-        // caches (as many bytes, packed at about 2 GB/s).
+        // A round reads the f32 bytes and about twice the 16-bit ones; a repetition first fills
+        // the caches (about 2.5 times the f32 bytes, packed at about 2 GB/s).
         const double f32_bytes =
-            double(kLlama.kv_heads * kv * 2 * kv_row_bytes(KvType::f32, kHeadDim));
+            double(layout.kv_heads * kv * 2 * kv_row_bytes(KvType::f32, kHeadDim));
         add(b, name,
             std::max(preset.types_seconds, 2.0 * f32_bytes / 10e9 * double(preset.types_rounds)) +
-                2.0 * f32_bytes / 2e9,
+                2.5 * f32_bytes / 2e9,
             true);
       }
     }

@@ -234,8 +234,10 @@ struct QuantPacking {
       };
       for (std::size_t g = 0; g < Q::kCodeBytes / 4; ++g) {
         for (std::size_t x = 0; x < V; ++x) {
-          const __m512i k =
-              _mm512_loadu_si512(at[x] + b * NR * kBlockBytes + 2 * NR + (g * NR + half[x]) * 4);
+          const std::uint8_t* from = at[x] + b * NR * kBlockBytes + 2 * NR + (g * NR + half[x]) * 4;
+          if (R <= S::kStreamingRows)
+            S::prefetch_l2(from + (V + 1) / 2 * NR * row);  // as score_tile
+          const __m512i k = _mm512_loadu_si512(from);
           if constexpr (std::is_same_v<Q, Q8_0>) {
             const __m512i ku = _mm512_xor_si512(k, sign);
             for (std::size_t r = 0; r < R; ++r)
@@ -284,6 +286,143 @@ struct QuantPacking {
         }
       });
     }
+  }
+
+  // NOTE: decoding blends V as stored (tiled_simd.hpp's quant_few): each key's block scale is
+  // folded into its P weight, w = P[r][j] x scale[j][b], and each vector of codes becomes float32
+  // once (sign extension and conversion; Q4_0: its nibbles less 8) for the group's R FMAs,
+  // O[r][c] += w x code. Widening first (widen_rows) also multiplied every value by its scale and
+  // stored and reloaded it: for a one-row decode that was 2 vector instructions and a store more
+  // per FMA (docs/studies/2026-12-07-fused-quantised-blend.md). The weights of a run of at most
+  // kBlendKeys keys: w[(b x R + r) x kWeightStride + j], a compile-time stride, so that the tile
+  // reaches every row's and block's weight from one pointer (as Simd::kTileStride); the scales
+  // first gathered from the rows, block by block, for whole-vector conversions.
+  static constexpr std::size_t kWeightStride = S::kBlendKeys + 16;
+  static std::size_t weight_floats(std::size_t rows, std::size_t d) {
+    return blocks(d) * rows * kWeightStride;
+  }
+  // The raw float16 scales of V rows [0, keys) at src: out[b x kWeightStride + j], zero from keys
+  // to the next whole vector.
+  static void gather_scales(const std::uint8_t* src, std::size_t keys, std::size_t d,
+                            std::uint16_t* out) {
+    const std::size_t nb = blocks(d), row = row_bytes(d);
+    for (std::size_t b = 0; b < nb; ++b) {
+      std::uint16_t* to = out + b * kWeightStride;
+      for (std::size_t j = 0; j < keys; ++j)
+        std::memcpy(to + j, src + j * row + b * kBlockBytes, 2);
+      for (std::size_t j = keys; j < round_up(keys, W); ++j) to[j] = 0;
+    }
+  }
+  // The weights of `rows` rows of P (row r at p + r x p_stride, `keys` of them read, up to the
+  // next whole vector) against the gathered scales.
+  static void weights(std::size_t rows, const float* p, std::size_t p_stride,
+                      const std::uint16_t* scales, std::size_t keys, std::size_t d, float* w) {
+    const std::size_t nb = blocks(d);
+    for (std::size_t b = 0; b < nb; ++b) {
+      for (std::size_t j = 0; j < keys; j += W) {
+        const batch scale =
+            S::load_kv(reinterpret_cast<const Half*>(scales + b * kWeightStride + j));
+        for (std::size_t r = 0; r < rows; ++r) {
+          (batch::load_unaligned(p + r * p_stride + j) * scale)
+              .store_unaligned(w + (b * rows + r) * kWeightStride + j);
+        }
+      }
+    }
+  }
+
+  // Vectors a blend tile of R rows takes: a power of two (so tiles fall on the blocks alike), its
+  // accumulators and 2 code vectors in the ISA's registers, at most 16 chains.
+  static constexpr std::size_t blend_vectors(std::size_t rows) {
+    for (std::size_t v : {8, 4, 2})
+      if (rows * v <= 16 && rows * v + 3 <= S::kRegisters) return v;
+    return 1;
+  }
+  // W values of a vector `Off` columns into a block of codes at c, as float32 (scale not applied).
+  template <std::size_t Off>
+  static batch code_lanes(const std::uint8_t* c) {
+    if constexpr (std::is_same_v<Q, Q8_0>) {
+      return int8_lanes(c + Off);
+    } else {
+      return nibble_lanes<(Off >= 16)>(c + Off % 16);
+    }
+  }
+  // O[r][c0 .. c0 + NV W) = alpha_r O[r] + sum_j w[r][j] x V[j] for R rows, the rows' weights
+  // at w (weights' layout), V's rows at src (row bytes apart), c0 % 32 == Off; prefetching the
+  // codes kBlendKeys keys ahead if `prefetch`. A row's FMAs run key by key in order, whatever R.
+  template <std::size_t R, std::size_t NV, std::size_t Off>
+  static void blend_tile_codes(const float* w, const std::uint8_t* src, std::size_t row,
+                               std::size_t keys, std::size_t c0, const float* alpha, float* o,
+                               std::size_t o_stride, bool prefetch) {
+    batch acc[R][NV];
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (std::size_t x = 0; x < NV; ++x) {
+        acc[r][x] = batch::load_aligned(o + r * o_stride + c0 + x * W);
+        if (alpha != nullptr) acc[r][x] *= batch(alpha[r]);  // O = O * exp(m_old - m_new)
+      }
+    }
+    const std::size_t b0 = c0 / kQuantBlock;
+    const std::uint8_t* codes = src + b0 * kBlockBytes + 2;  // the first block's codes
+    const float* wb = w + b0 * R * kWeightStride;
+    // column Off + x W of the tile: block (Off + x W) / 32, column (Off + x W) % 32 in it
+    auto block_of = [](std::size_t x) { return (Off + x * W) / kQuantBlock; };
+    for (std::size_t j = 0; j < keys; ++j) {
+      const std::uint8_t* cj = codes + j * row;
+      if (prefetch) {
+#pragma GCC unroll 8
+        for (std::size_t x = 0; x < NV; ++x) {
+          if ((Off + x * W) % kQuantBlock == 0 || x == 0)
+            S::prefetch_l2(cj + S::kBlendKeys * row + block_of(x) * kBlockBytes);
+        }
+      }
+      batch vals[NV];
+      [&]<std::size_t... X>(std::index_sequence<X...>) {
+        ((vals[X] = code_lanes<(Off + X * W) % kQuantBlock>(cj + block_of(X) * kBlockBytes)), ...);
+      }
+      (std::make_index_sequence<NV>{});
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+        for (std::size_t x = 0; x < NV; ++x) {
+          const batch a(wb[(block_of(x) * R + r) * kWeightStride + j]);
+          acc[r][x] = xsimd::fma(a, vals[x], acc[r][x]);  // O += P V
+        }
+      }
+    }
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (std::size_t x = 0; x < NV; ++x) acc[r][x].store_aligned(o + r * o_stride + c0 + x * W);
+    }
+  }
+
+  // f(integral_constant<Off>) for the column offset c0 % 32 (a multiple of W).
+  template <class F, std::size_t... K>
+  static void with_offset(std::size_t off, F&& f, std::index_sequence<K...>) {
+    ((off == K * W ? (f(std::integral_constant<std::size_t, K * W>{}), 0) : 0), ...);
+  }
+  // O[rows][0 .. dp) (+)= P V over the run of `keys` V rows at src, for 1..MR rows, their
+  // weights at w (weights()); alpha null: no rescale.
+  static void blend_rows_codes(std::size_t rows, const float* w, const std::uint8_t* src,
+                               std::size_t keys, std::size_t d, std::size_t dp, const float* alpha,
+                               float* o, bool prefetch) {
+    const std::size_t row = row_bytes(d);
+    S::with_rows(rows, [&](auto r) {
+      constexpr std::size_t R = decltype(r)::value, NV = blend_vectors(R);
+      auto tile = [&](auto nv, std::size_t c0) {
+        with_offset(
+            c0 % kQuantBlock,
+            [&](auto off) {
+              blend_tile_codes<R, decltype(nv)::value, decltype(off)::value>(
+                  w, src, row, keys, c0, alpha, o, dp, prefetch);
+            },
+            std::make_index_sequence<kQuantBlock / W>{});
+      };
+      std::size_t c0 = 0;
+      for (; c0 + NV * W <= dp; c0 += NV * W) tile(std::integral_constant<std::size_t, NV>{}, c0);
+      for (; c0 < dp; c0 += W) tile(std::integral_constant<std::size_t, 1>{}, c0);
+    });
   }
 
   // V rows of `count` keys from `src` dequantised to float32 rows of dp floats at out (dp, the

@@ -72,6 +72,14 @@ struct TiledSimd : Simd<Arch> {
     constexpr bool kWidens = !std::is_same_v<T, float>;
     float* kt_wide = kWidens ? ws.take<float>(round_up(Bc, S::NR) * d) : nullptr;
     float* v_wide = kWidens ? ws.take<float>(Bc * dp) : nullptr;
+    // The decode blend's weights and V's scales for a run of keys (QuantPacking::weights)
+    [[maybe_unused]] float* v_weights = nullptr;
+    [[maybe_unused]] std::uint16_t* v_scales = nullptr;
+    if constexpr (kQuantised<T>) {
+      using Quant = QuantPacking<Arch, T>;
+      v_weights = ws.take<float>(Quant::weight_floats(MR, d));
+      v_scales = ws.take<std::uint16_t>(Quant::blocks(d) * Quant::kWeightStride);
+    }
 
     // The online softmax of a group of mr rows against the block, their scores in S at s (Bc
     // floats a row): their max m and sum l updated, a[r] = exp(m_old - m_new); whether any row's
@@ -195,12 +203,11 @@ struct TiledSimd : Simd<Arch> {
     };
 
     // NOTE: a quantised key block for few groups of rows (decoding) seen whole by every row is
-    // dequantised a few panels and a run of keys at a time, each piece into L1 just before the
-    // micro-kernels read it (the scores of every group over the panels, the blend of every group
-    // over the run), instead of all of it into L2 first: the same FMAs in the same order as the
-    // block at once (the same bits), without writing and reading back an L2-sized block per call.
-    // The pieces: K^T panels and V rows of half the L1 this CPU reports. Dequantising still sets
-    // the decode time (docs/studies/2026-12-06-quantised-kv.md).
+    // taken a few panels and a run of keys at a time, every group over a piece before the next:
+    // the scores on integer dot products (the query quantised) or over K^T panels of half the L1
+    // this CPU reports, dequantised just before; the blend over V's codes as stored, each key's
+    // block scale folded into its P weight (QuantPacking::blend_rows_codes). Converting the codes
+    // sets the decode time (docs/studies/2026-12-06-quantised-kv.md).
     [[maybe_unused]] auto quant_few = [&](std::size_t i0, std::size_t br, std::size_t j0,
                                           std::size_t bc, float* o_acc, float* m, float* l) {
       if constexpr (kQuantised<T>) {
@@ -208,7 +215,6 @@ struct TiledSimd : Simd<Arch> {
         const std::size_t group = row_group(br, MR);
         const std::size_t l1_floats = reported_l1_bytes() / 2 / sizeof(float);
         const std::size_t chunk_panels = max_of(1, l1_floats / (S::NR * d));
-        const std::size_t run_keys = max_of(1, min_of(Bc, l1_floats / dp));
         if constexpr ((Phases & kScorePhase) != 0) {
           const std::size_t panels = (bc + S::NR - 1) / S::NR;
           const bool integer = head.q_codes != nullptr && Quant::integer_dot();
@@ -240,14 +246,15 @@ struct TiledSimd : Simd<Arch> {
           }
         }
         if constexpr ((Phases & kBlendPhase) != 0) {
-          for (std::size_t k0 = 0; k0 < bc; k0 += run_keys) {
-            const std::size_t run = min_of(run_keys, bc - k0);
-            Quant::widen_rows(Quant::v_rows(head.kv_packed, head.kv_capacity, j0 + k0, d), run, d,
-                              dp, v_wide);
+          for (std::size_t k0 = 0; k0 < bc; k0 += S::kBlendKeys) {
+            const std::size_t run = min_of(S::kBlendKeys, bc - k0);
+            const std::uint8_t* vr = Quant::v_rows(head.kv_packed, head.kv_capacity, j0 + k0, d);
+            Quant::gather_scales(vr, run, d, v_scales);
             for (std::size_t g = 0; g < br; g += group) {
+              const std::size_t mr = min_of(group, br - g);
               const float* a = k0 == 0 && rescale[g / group] ? alpha + g : nullptr;
-              S::blend_rows(min_of(group, br - g), s_tile + g * Ss + k0, Ss, v_wide, dp, run, a,
-                            o_acc + g * dp);
+              Quant::weights(mr, s_tile + g * Ss + k0, Ss, v_scales, run, d, v_weights);
+              Quant::blend_rows_codes(mr, v_weights, vr, run, d, dp, a, o_acc + g * dp, g == 0);
             }
           }
         }
