@@ -10,11 +10,13 @@
 //   prefill/<kernel>/n:N/d:128/type:T/threads:t
 //       fill an empty cache with N tokens and run causal attention of N rows over it: GFLOP/s,
 //       pct_peak, pack_ms.
-//   types/<kernel>/layout:llama/rows:1/kv:N/threads:t
-//       f32, f16 and bf16 decode called by turns in rounds (each type's own cache, allocated and
-//       filled anew for each repetition), the ratios taken within a round: speedup_f16 and
-//       speedup_bf16 (median over rounds of the f32 call's time over the type's), us_<type> and
-//       gbs_<type> (median call), rounds; the point's time is the median f32 call.
+//   types/<kernel>/layout:<head|llama>/rows:1/kv:N/threads:t
+//       the storage types' decode called by turns in rounds (each type's own cache, allocated and
+//       filled anew for each repetition; q8_0 and q4_0 again with the query quantised), the ratios
+//       taken within a round: speedup_<variant> (median over rounds of the f32 call's time over
+//       the variant's), us_<variant> and gbs_<variant> (median call), rounds; the point's time is
+//       the median f32 call. The llama layout at its decode lengths; both layouts beyond the L3
+//       this CPU reports (standard and full presets).
 //   types/<kernel>/prefill:N/d:128/threads:t
 //       the prefill above in f32, f16 and bf16 by turns, as the decode types points: speedup_f16,
 //       speedup_bf16, us_<type>, gflops_<type>, rounds.
