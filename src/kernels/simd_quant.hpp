@@ -290,7 +290,7 @@ struct QuantPacking {
 
   // NOTE: decoding blends V as stored (tiled_simd.hpp's quant_few): each key's block scale is
   // folded into its P weight, w = P[r][j] x scale[j][b], and each vector of codes becomes float32
-  // once (sign extension and conversion; Q4_0: its nibbles less 8) for the group's R FMAs,
+  // once (sign extension and conversion; Q4_0: nibble_values) for the group's R FMAs,
   // O[r][c] += w x code. Widening first (widen_rows) also multiplied every value by its scale and
   // stored and reloaded it: for a one-row decode that was 2 vector instructions and a store more
   // per FMA (docs/studies/2026-12-07-fused-quantised-blend.md). The weights of a run of at most
@@ -298,8 +298,10 @@ struct QuantPacking {
   // reaches every row's and block's weight from one pointer (as Simd::kTileStride); the scales
   // first gathered from the rows, block by block, for whole-vector conversions.
   static constexpr std::size_t kWeightStride = S::kBlendKeys + 16;
+  // Q4_0's high nibbles take their weights a sixteenth (nibble_values), after the others.
+  static constexpr std::size_t kWeightHalves = std::is_same_v<Q, Q4_0> ? 2 : 1;
   static std::size_t weight_floats(std::size_t rows, std::size_t d) {
-    return blocks(d) * rows * kWeightStride;
+    return kWeightHalves * blocks(d) * rows * kWeightStride;
   }
   // The raw float16 scales of V rows [0, keys) at src: out[b x kWeightStride + j], zero from keys
   // to the next whole vector.
@@ -323,8 +325,10 @@ struct QuantPacking {
         const batch scale =
             S::load_kv(reinterpret_cast<const Half*>(scales + b * kWeightStride + j));
         for (std::size_t r = 0; r < rows; ++r) {
-          (batch::load_unaligned(p + r * p_stride + j) * scale)
-              .store_unaligned(w + (b * rows + r) * kWeightStride + j);
+          const batch wr = batch::load_unaligned(p + r * p_stride + j) * scale;
+          wr.store_unaligned(w + (b * rows + r) * kWeightStride + j);
+          if constexpr (kWeightHalves == 2)
+            (wr * batch(0.0625f)).store_unaligned(w + ((nb + b) * rows + r) * kWeightStride + j);
         }
       }
     }
@@ -337,13 +341,39 @@ struct QuantPacking {
       if (rows * v <= 16 && rows * v + 3 <= S::kRegisters) return v;
     return 1;
   }
-  // W values of a vector `Off` columns into a block of codes at c, as float32 (scale not applied).
+  // Q4_0's low nibbles of W code bytes less 8, or the high nibbles less 8 times 16, as float32
+  // without a conversion: the nibble under the exponent of 2^23 (0x4B000000) is the float 2^23 + n
+  // (high: 2^23 + 16 n), and less 2^23 + 8 (2^23 + 128) it is exactly n - 8 (16 (n - 8)). The
+  // high nibbles' weights are a sixteenth, so each product is the same (exact) value.
+  template <bool kHigh>
+  static batch nibble_values(const std::uint8_t* c) {
+    constexpr int kMask = kHigh ? 0xF0 : 0x0F;
+    const batch less(kHigh ? 8388736.0f : 8388616.0f);
+    if constexpr (W == 16) {
+      const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
+      const __m512i f = _mm512_ternarylogic_epi32(x, _mm512_set1_epi32(kMask),
+                                                  _mm512_set1_epi32(0x4B000000), 0xEA);  // A&B | C
+      return batch(_mm512_castsi512_ps(f)) - less;
+    } else if constexpr (W == 8) {
+      const __m256i x = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c)));
+      const __m256i f = _mm256_or_si256(_mm256_and_si256(x, _mm256_set1_epi32(kMask)),
+                                        _mm256_set1_epi32(0x4B000000));
+      return batch(_mm256_castsi256_ps(f)) - less;
+    } else {
+      alignas(16) float lanes[W];
+      for (std::size_t i = 0; i < W; ++i)
+        lanes[i] = static_cast<float>(int(c[i] & kMask)) - (kHigh ? 128.0f : 8.0f);
+      return batch::load_aligned(lanes);
+    }
+  }
+  // W values of a vector `Off` columns into a block of codes at c, as float32 (scale not applied;
+  // Q4_0's high nibbles 16 times theirs).
   template <std::size_t Off>
   static batch code_lanes(const std::uint8_t* c) {
     if constexpr (std::is_same_v<Q, Q8_0>) {
       return int8_lanes(c + Off);
     } else {
-      return nibble_lanes<(Off >= 16)>(c + Off % 16);
+      return nibble_values<(Off >= 16)>(c + Off % 16);
     }
   }
   // O[r][c0 .. c0 + NV W) = alpha_r O[r] + sum_j w[r][j] x V[j] for R rows, the rows' weights
@@ -351,8 +381,8 @@ struct QuantPacking {
   // codes kBlendKeys keys ahead if `prefetch`. A row's FMAs run key by key in order, whatever R.
   template <std::size_t R, std::size_t NV, std::size_t Off>
   static void blend_tile_codes(const float* w, const std::uint8_t* src, std::size_t row,
-                               std::size_t keys, std::size_t c0, const float* alpha, float* o,
-                               std::size_t o_stride, bool prefetch) {
+                               std::size_t keys, std::size_t c0, std::size_t high_offset,
+                               const float* alpha, float* o, std::size_t o_stride, bool prefetch) {
     batch acc[R][NV];
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) {
@@ -365,6 +395,7 @@ struct QuantPacking {
     const std::size_t b0 = c0 / kQuantBlock;
     const std::uint8_t* codes = src + b0 * kBlockBytes + 2;  // the first block's codes
     const float* wb = w + b0 * R * kWeightStride;
+    const float* wb_high = wb + high_offset;  // Q4_0's high nibbles' weights
     // column Off + x W of the tile: block (Off + x W) / 32, column (Off + x W) % 32 in it
     auto block_of = [](std::size_t x) { return (Off + x * W) / kQuantBlock; };
     for (std::size_t j = 0; j < keys; ++j) {
@@ -385,7 +416,8 @@ struct QuantPacking {
       for (std::size_t r = 0; r < R; ++r) {
 #pragma GCC unroll 8
         for (std::size_t x = 0; x < NV; ++x) {
-          const batch a(wb[(block_of(x) * R + r) * kWeightStride + j]);
+          const bool high = kWeightHalves == 2 && (Off + x * W) % kQuantBlock >= 16;
+          const batch a((high ? wb_high : wb)[(block_of(x) * R + r) * kWeightStride + j]);
           acc[r][x] = xsimd::fma(a, vals[x], acc[r][x]);  // O += P V
         }
       }
@@ -407,7 +439,7 @@ struct QuantPacking {
   static void blend_rows_codes(std::size_t rows, const float* w, const std::uint8_t* src,
                                std::size_t keys, std::size_t d, std::size_t dp, const float* alpha,
                                float* o, bool prefetch) {
-    const std::size_t row = row_bytes(d);
+    const std::size_t row = row_bytes(d), high_offset = blocks(d) * rows * kWeightStride;
     S::with_rows(rows, [&](auto r) {
       constexpr std::size_t R = decltype(r)::value, NV = blend_vectors(R);
       auto tile = [&](auto nv, std::size_t c0) {
@@ -415,7 +447,7 @@ struct QuantPacking {
             c0 % kQuantBlock,
             [&](auto off) {
               blend_tile_codes<R, decltype(nv)::value, decltype(off)::value>(
-                  w, src, row, keys, c0, alpha, o, dp, prefetch);
+                  w, src, row, keys, c0, high_offset, alpha, o, dp, prefetch);
             },
             std::make_index_sequence<kQuantBlock / W>{});
       };
