@@ -226,6 +226,26 @@ class Analysis(unittest.TestCase):
         self.assertAlmostEqual(ad.flop_per_byte(p), 2.0)  # 4 query heads per K/V head: 4 · 4d / (2 · 4d)
         self.assertEqual(ad.point_tier(self.machine, p), "L3")  # 134 MB: above 2 × 2 MiB of L2, under 260 MiB
 
+    def test_targets_from_a_types_point_beyond_the_l3_alone(self):
+        point = "types/tiled/simd/avx512f/layout:head/rows:1/kv:2097152/threads:2/iterations:1/repeats:3/manual_time"
+        data = with_types(RAW, {"f16": 1.8, "bf16": 1.6}, {"f16": 0.01, "bf16": 0.01}, point=point)
+        entry = next(b for b in data["benchmarks"] if b["name"] == point + "_median")
+        f32_bytes = 2097152 * 2 * 128 * 4  # one head's K and V in fp32: beyond the fixture's 260 MiB L3
+        for t in ("f32", "f16", "bf16"):
+            entry[f"gbs_{t}"] = f32_bytes * ld.TYPE_BYTES[t] / 4 / entry[f"us_{t}"] / 1e3
+        window = window_of(data)
+        points = ad.alternated_points(window, "tiled/simd/avx512f", 2)
+        self.assertEqual([(p.layout, p.kv, p.dtype) for p in points], [("head", 2097152, t) for t in ("f32", "f16", "bf16")])
+        self.assertAlmostEqual(points[0].value("kv_bytes"), f32_bytes, delta=1)
+        self.assertEqual(ad.alternated_points(window, "tiled/simd/avx512f", 1), [])  # no types point on 1 thread
+        targets = ad.targets(window)
+        self.assertEqual([(t.point.dtype, t.measured, t.met, t.call_by_call) for t in targets["speedup"]],
+                         [("f16", 1.8, True, True), ("bf16", 1.6, False, True)])
+        band = targets["bandwidth"]
+        self.assertEqual([t.point.dtype for t in band], ["f32", "f16", "bf16"])
+        self.assertAlmostEqual(band[0].measured, 100 * f32_bytes / 2000.0 / 1e3 / window.run.triad_gbs(2))
+        self.assertTrue(all(t.call_by_call for t in band))
+
     def test_tiers_and_the_shared_l3(self):
         self.assertEqual(ad.tier(self.machine, 2 * 2 ** 20, 1), "L2")  # head, f16, kv 4096: exactly one L2
         self.assertEqual(ad.tier(self.machine, 4 * 2 ** 20, 1), "L3")

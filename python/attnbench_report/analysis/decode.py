@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import analysis
 from ..load.results import Table, kernel_sort_key
-from ..load.decode import TYPES, DecodePoint, DecodeWindow
+from ..load.decode import HEAD_DIM, LAYOUTS, TYPES, DecodePoint, DecodeWindow
 
 SIXTEEN_BIT = ("f16", "bf16")
 QUANTISED = ("q8_0", "q4_0")  # ggml's blocks: shown beside the 16-bit types, no goal of their own here
@@ -399,6 +399,30 @@ def types_point(window: DecodeWindow, row):
                  == (row.kernel, row.layout, row.rows, row.kv, row.threads)), None)
 
 
+def alternated_points(window: DecodeWindow, kernel_name: str, threads: int) -> list:
+    """A DecodePoint per storage type of each types point of `kernel_name` on `threads` at a shape with no
+    decode point (the standard and full presets' types points beyond the L3 the CPU reports): the type's
+    median call over the rounds, its bytes and GB/s; NaN measures left out."""
+    have = {(p.layout, p.rows, p.kv) for p in decode(window).where(kernel=kernel_name, threads=threads)}
+    triad = window.run.triad_gbs(threads)
+    out = []
+    for tp in window.types:
+        if (tp.error or tp.family != "decode" or tp.kernel != kernel_name or tp.threads != threads
+                or (tp.layout, tp.rows, tp.kv) in have):
+            continue
+        q_heads, kv_heads = LAYOUTS[tp.layout]
+        for t in TYPES:
+            us, gbs = tp.median.get(f"us_{t}", math.nan), tp.median.get(f"gbs_{t}", math.nan)
+            if not (math.isfinite(us) and math.isfinite(gbs)):
+                continue
+            median = {"call_us": us, "token_us": us / tp.rows, "GB/s": gbs, "kv_bytes": gbs * us * 1e3,
+                      "pct_triad": 100.0 * gbs / triad if triad else math.nan}
+            out.append(DecodePoint(tp.name, "decode", tp.kernel, tp.layout, q_heads, kv_heads, tp.rows, tp.kv, 0,
+                                   HEAD_DIM, t, threads, tp.repetitions, median,
+                                   {"time_us": tp.cv.get(f"us_{t}", math.nan)}))
+    return out
+
+
 def _bandwidth(window: DecodeWindow, p: DecodePoint):
     """(% of the triad, its noise, call by call) a decode point's K/V stream at: from the types point at
     its shape where the window has one (the type's median call on caches of its own, the same reading
@@ -446,7 +470,9 @@ def targets(window: DecodeWindow) -> dict:
     run has no point the target is defined at (no K/V beyond the L3 at all threads, no n = 4096 prefill)."""
     name, t_all = kernel(window), threads_all(window)
     run = window.run
+    alternated_only = [p for p in alternated_points(window, name, t_all) if point_tier(run, p) == "beyond L3"]
     beyond = [p for p in decode(window).where(kernel=name, threads=t_all) if point_tier(run, p) == "beyond L3"]
+    beyond += alternated_only
     out = {"bandwidth": [], "speedup": [], "prefill": []}
     for p in sorted(beyond, key=lambda p: (_order(p), TYPES.index(p.dtype))):
         pct, noise, call_by_call = _bandwidth(window, p)
@@ -466,6 +492,13 @@ def targets(window: DecodeWindow) -> dict:
                 elif "f32" in row.points:
                     out["speedup"].append(Target(row.points[t], row.speedup(t), TARGET_SPEEDUP, row.noise(t),
                                                  bound=bound, compute_bound=fmas))
+    for p in alternated_only:  # a types point's speedup at a shape with no decode point
+        f32 = next((q for q in alternated_only if (q.layout, q.kv, q.dtype) == (p.layout, p.kv, "f32")), None)
+        alternated = types_point(window, p)
+        if p.dtype in SIXTEEN_BIT and f32 is not None and math.isfinite(alternated.speedup(p.dtype)):
+            out["speedup"].append(Target(p, alternated.speedup(p.dtype), TARGET_SPEEDUP, alternated.noise(p.dtype),
+                                         call_by_call=True, bound=roofline_us(run, f32) / roofline_us(run, p),
+                                         compute_bound=compute_bound(run, p)))
     # prefill: the types point (f32 and f16 called by turns) where the window has one, else the prefill points
     alternated = {p.threads: p for p in prefill_types(window, name)
                   if p.rows == TARGET_PREFILL_N and math.isfinite(p.speedup("f16"))}

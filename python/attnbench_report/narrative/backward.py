@@ -138,7 +138,7 @@ def _targets(s, table: Points) -> None:
     if kernel is None:
         return
     if not targets:
-        s.add(Paragraph(f"Issue 14's targets for {fmt.code(kernel)} (n = "
+        s.add(Paragraph(f"The backward goals for {fmt.code(kernel)} (n = "
                         + " and ".join(fmt.count(n) for n in ab.TARGET_LENGTHS)
                         + ") cannot be read from this run: it has no backward point of that kernel there."))
         return
@@ -148,7 +148,7 @@ def _targets(s, table: Points) -> None:
             for t in targets]
     met = sum(t.met for t in targets)
     s.add(Table(["target", "d", "n", "measured", "wanted", "met"], rows, align="lrrrrl",
-                caption=f"Issue 14's targets for the backward of {fmt.code(kernel)}, one thread (two for the speedup): "
+                caption=f"The backward goals for {fmt.code(kernel)}, one thread (two for the speedup): "
                         f"{met} of {len(targets)} met here:"))
     if any(t.what == "two threads over one" for t in targets):
         s.add(Paragraph("The speedups above divide the matrix's medians, whose repetitions are seconds apart; where "

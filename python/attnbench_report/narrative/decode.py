@@ -465,7 +465,7 @@ def _targets(s, window, name: str) -> None:
             " (it has n = " + ", ".join(sorted({fmt.count(p.n) for p in have})) + "; there fp16 reaches "
             + ", ".join(f"{fmt.ratio(p.ratio('f16'))} on {_threads(window, p.threads)}" for p in have) + ")"
             if have else "") + ".")
-    s.add(Paragraph("Issue 15's targets, for " + fmt.code(name) + " (a ratio within the larger CV of its two times is "
+    s.add(Paragraph("The decode goals, for " + fmt.code(name) + " (a ratio within the larger CV of its two times is "
                     "within noise of the target; a call-by-call ratio, within its CV over the repetitions; where the window has a "
                     "`types/` point at a shape, both decode targets read it: each type on caches of its own):"))
     s.add(Bullets(items))
