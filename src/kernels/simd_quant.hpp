@@ -76,8 +76,7 @@ struct QuantPacking {
   using batch = typename S::batch;
   static constexpr std::size_t W = S::W;
 
-  // W code bytes as int8 (Q8_0), or the low / high nibbles of W code bytes less 8 (Q4_0), as
-  // float32 lanes.
+  // W code bytes as int8 (Q8_0), as float32 lanes.
   static batch int8_lanes(const std::uint8_t* c) {
     if constexpr (W == 16) {
       return batch(_mm512_cvtepi32_ps(
@@ -92,20 +91,29 @@ struct QuantPacking {
       return batch::load_aligned(lanes);
     }
   }
+  // Q4_0's low nibbles of W code bytes less 8, or the high nibbles less 8 times 16, as float32
+  // without a conversion: the nibble under the exponent of 2^23 (0x4B000000) is the float 2^23 + n
+  // (high: 2^23 + 16 n), and less 2^23 + 8 (2^23 + 128) it is exactly n - 8 (16 (n - 8)). A high
+  // nibble's factor (its scale, or its weight in the decode blend) is taken a sixteenth, exactly,
+  // so each product rounds as (n - 8) x factor does.
   template <bool kHigh>
-  static batch nibble_lanes(const std::uint8_t* c) {
+  static batch nibble_values(const std::uint8_t* c) {
+    constexpr int kMask = kHigh ? 0xF0 : 0x0F;
+    const batch less(kHigh ? 8388736.0f : 8388616.0f);
     if constexpr (W == 16) {
-      __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
-      x = kHigh ? _mm512_srli_epi32(x, 4) : _mm512_and_si512(x, _mm512_set1_epi32(15));
-      return batch(_mm512_cvtepi32_ps(_mm512_sub_epi32(x, _mm512_set1_epi32(8))));
+      const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
+      const __m512i f = _mm512_ternarylogic_epi32(x, _mm512_set1_epi32(kMask),
+                                                  _mm512_set1_epi32(0x4B000000), 0xEA);  // A&B | C
+      return batch(_mm512_castsi512_ps(f)) - less;
     } else if constexpr (W == 8) {
-      __m256i x = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c)));
-      x = kHigh ? _mm256_srli_epi32(x, 4) : _mm256_and_si256(x, _mm256_set1_epi32(15));
-      return batch(_mm256_cvtepi32_ps(_mm256_sub_epi32(x, _mm256_set1_epi32(8))));
+      const __m256i x = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c)));
+      const __m256i f = _mm256_or_si256(_mm256_and_si256(x, _mm256_set1_epi32(kMask)),
+                                        _mm256_set1_epi32(0x4B000000));
+      return batch(_mm256_castsi256_ps(f)) - less;
     } else {
       alignas(16) float lanes[W];
       for (std::size_t i = 0; i < W; ++i)
-        lanes[i] = static_cast<float>(int(kHigh ? c[i] >> 4 : c[i] & 15u) - 8);
+        lanes[i] = static_cast<float>(int(c[i] & kMask)) - (kHigh ? 128.0f : 8.0f);
       return batch::load_aligned(lanes);
     }
   }
@@ -117,9 +125,10 @@ struct QuantPacking {
       if constexpr (std::is_same_v<Q, Q8_0>) {
         (int8_lanes(codes + x * W) * scale).store_unaligned(out + x * W);
       } else if (x * W < Q::kCodeBytes) {
-        (nibble_lanes<false>(codes + x * W) * scale).store_unaligned(out + x * W);
-      } else {
-        (nibble_lanes<true>(codes + x * W - Q::kCodeBytes) * scale).store_unaligned(out + x * W);
+        (nibble_values<false>(codes + x * W) * scale).store_unaligned(out + x * W);
+      } else {  // 16 (n - 8) times a sixteenth of the scale: the same exact product
+        (nibble_values<true>(codes + x * W - Q::kCodeBytes) * (scale * batch(0.0625f)))
+            .store_unaligned(out + x * W);
       }
     }
   }
@@ -300,8 +309,11 @@ struct QuantPacking {
   static constexpr std::size_t kWeightStride = S::kBlendKeys + 16;
   // Q4_0's high nibbles take their weights a sixteenth (nibble_values), after the others.
   static constexpr std::size_t kWeightHalves = std::is_same_v<Q, Q4_0> ? 2 : 1;
+  static std::size_t high_weights(std::size_t rows, std::size_t d) {  // where those start
+    return blocks(d) * rows * kWeightStride;
+  }
   static std::size_t weight_floats(std::size_t rows, std::size_t d) {
-    return kWeightHalves * blocks(d) * rows * kWeightStride;
+    return kWeightHalves * high_weights(rows, d);
   }
   // The raw float16 scales of V rows [0, keys) at src: out[b x kWeightStride + j], zero from keys
   // to the next whole vector.
@@ -319,7 +331,7 @@ struct QuantPacking {
   // next whole vector) against the gathered scales.
   static void weights(std::size_t rows, const float* p, std::size_t p_stride,
                       const std::uint16_t* scales, std::size_t keys, std::size_t d, float* w) {
-    const std::size_t nb = blocks(d);
+    const std::size_t nb = blocks(d), high = high_weights(rows, d);
     for (std::size_t b = 0; b < nb; ++b) {
       for (std::size_t j = 0; j < keys; j += W) {
         const batch scale =
@@ -328,7 +340,7 @@ struct QuantPacking {
           const batch wr = batch::load_unaligned(p + r * p_stride + j) * scale;
           wr.store_unaligned(w + (b * rows + r) * kWeightStride + j);
           if constexpr (kWeightHalves == 2)
-            (wr * batch(0.0625f)).store_unaligned(w + ((nb + b) * rows + r) * kWeightStride + j);
+            (wr * batch(0.0625f)).store_unaligned(w + high + (b * rows + r) * kWeightStride + j);
         }
       }
     }
@@ -340,31 +352,6 @@ struct QuantPacking {
     for (std::size_t v : {8, 4, 2})
       if (rows * v <= 16 && rows * v + 3 <= S::kRegisters) return v;
     return 1;
-  }
-  // Q4_0's low nibbles of W code bytes less 8, or the high nibbles less 8 times 16, as float32
-  // without a conversion: the nibble under the exponent of 2^23 (0x4B000000) is the float 2^23 + n
-  // (high: 2^23 + 16 n), and less 2^23 + 8 (2^23 + 128) it is exactly n - 8 (16 (n - 8)). The
-  // high nibbles' weights are a sixteenth, so each product is the same (exact) value.
-  template <bool kHigh>
-  static batch nibble_values(const std::uint8_t* c) {
-    constexpr int kMask = kHigh ? 0xF0 : 0x0F;
-    const batch less(kHigh ? 8388736.0f : 8388616.0f);
-    if constexpr (W == 16) {
-      const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
-      const __m512i f = _mm512_ternarylogic_epi32(x, _mm512_set1_epi32(kMask),
-                                                  _mm512_set1_epi32(0x4B000000), 0xEA);  // A&B | C
-      return batch(_mm512_castsi512_ps(f)) - less;
-    } else if constexpr (W == 8) {
-      const __m256i x = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c)));
-      const __m256i f = _mm256_or_si256(_mm256_and_si256(x, _mm256_set1_epi32(kMask)),
-                                        _mm256_set1_epi32(0x4B000000));
-      return batch(_mm256_castsi256_ps(f)) - less;
-    } else {
-      alignas(16) float lanes[W];
-      for (std::size_t i = 0; i < W; ++i)
-        lanes[i] = static_cast<float>(int(c[i] & kMask)) - (kHigh ? 128.0f : 8.0f);
-      return batch::load_aligned(lanes);
-    }
   }
   // W values of a vector `Off` columns into a block of codes at c, as float32 (scale not applied;
   // Q4_0's high nibbles 16 times theirs).
@@ -439,7 +426,7 @@ struct QuantPacking {
   static void blend_rows_codes(std::size_t rows, const float* w, const std::uint8_t* src,
                                std::size_t keys, std::size_t d, std::size_t dp, const float* alpha,
                                float* o, bool prefetch) {
-    const std::size_t row = row_bytes(d), high_offset = blocks(d) * rows * kWeightStride;
+    const std::size_t row = row_bytes(d), high_offset = high_weights(rows, d);
     S::with_rows(rows, [&](auto r) {
       constexpr std::size_t R = decltype(r)::value, NV = blend_vectors(R);
       auto tile = [&](auto nv, std::size_t c0) {
