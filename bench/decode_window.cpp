@@ -12,8 +12,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include <attnbench/attnbench.hpp>
 #include "bench_inputs.hpp"
 #include "ceilings.hpp"
@@ -93,8 +91,7 @@ DecodePreset decode_preset(const std::string& name) {
 // this CPU reports: every type's cache lies beyond it (a guest's L3 can be a whole socket's: 260
 // MiB on the Emerald Rapids guest, where 65536 keys of the llama layout's fp16 K/V still fit).
 std::size_t beyond_l3_kv(const Layout& layout) {
-  const long reported = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  const std::size_t l3 = reported > 0 ? std::size_t(reported) : std::size_t{32} << 20;
+  const std::size_t l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, std::size_t{32} << 20);
   std::size_t kv = 4096;
   while (layout.kv_heads * kv * 2 * kv_row_bytes(KvType::q4_0, kHeadDim) < l3) kv *= 2;
   return kv;
@@ -258,8 +255,7 @@ void run_types(benchmark::State& state, const Kernel* kernel, Layout layout, std
     std::size_t all_bytes = 0;  // the five caches'
     for (KvType type : kTypes)
       all_bytes += layout.kv_heads * kv_len * 2 * kv_row_bytes(type, kHeadDim);
-    const std::size_t memory =
-        std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGE_SIZE));
+    const std::size_t memory = memory_bytes();
     if (all_bytes > memory / 4) {
       skip_all(state, "skipped: the caches of kv " + std::to_string(kv_len) + " take " +
                           std::to_string(all_bytes >> 20) +

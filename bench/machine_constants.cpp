@@ -26,6 +26,7 @@
 #include "large_blocks.hpp"  // allocate_large_block
 #include "packed_head.hpp"
 #include "task_runner.hpp"
+#include "window_support.hpp"
 
 namespace attnbench::bench {
 namespace {
@@ -99,11 +100,6 @@ float read_sweep(const float* p, std::size_t n) {
   if (__builtin_cpu_supports("avx512f")) return read_sweep_avx512f(p, n);
   if (__builtin_cpu_supports("avx2")) return read_sweep_avx2(p, n);
   return read_sweep_plain(p, n);
-}
-
-std::size_t cache_bytes(int name, std::size_t fallback) {
-  const long bytes = sysconf(name);
-  return bytes > 0 ? std::size_t(bytes) : fallback;
 }
 
 // GB/s of a read-only sweep over `bytes` (rounded down to whole 256-byte steps per thread), on
@@ -295,8 +291,7 @@ std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) 
     out.push_back({"fma_flops_" + p.isa, p.gflops * 1e9, "FLOP/s"});
   }
 
-  const std::size_t memory =
-      std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGE_SIZE));
+  const std::size_t memory = memory_bytes();
   const std::size_t dram =
       kSanitizedBuild ? 8 * l2 : std::min(std::max(2 * l3, std::size_t{1} << 30), memory / 8);
   const std::pair<const char*, std::size_t> levels[] = {

@@ -3,6 +3,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -15,6 +17,17 @@ inline void skip_all(benchmark::State& state, const std::string& message) {
   state.SkipWithError(message.c_str());
   for (auto _ : state) {
   }
+}
+
+// A cache's bytes as the CPU reports them (sysconf's _SC_LEVEL*_CACHE_SIZE), or `fallback`.
+inline std::size_t cache_bytes(int name, std::size_t fallback) {
+  const long bytes = sysconf(name);
+  return bytes > 0 ? std::size_t(bytes) : fallback;
+}
+
+// The machine's physical memory in bytes.
+inline std::size_t memory_bytes() {
+  return std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGE_SIZE));
 }
 
 // The upper median (the middle element of an odd count).

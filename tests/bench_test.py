@@ -333,9 +333,10 @@ for kind, points, name, rate, work in (
         # on a loaded host (or under a sanitizer, or beside ctest's other jobs) they scatter, and the two
         # legitimately part; the repetitions' CVs of both sides' times and of the ratio say whether they did.
         cvs = next((m for m in data["benchmarks"]
-                    if m.get("aggregate_name") == "cv" and m["run_name"] == b["run_name"]), {})
+                    if m.get("aggregate_name") == "cv" and m["run_name"] == b["run_name"]), None)
+        check(f"{kind} types point's CV aggregate", cvs is not None, b["run_name"])
         for t in ("f16", "bf16"):
-            cv = max(cvs.get(key, 1.0) for key in ("real_time", f"us_{t}", f"speedup_{t}"))
+            cv = max(cvs[key] for key in ("real_time", f"us_{t}", f"speedup_{t}")) if cvs else 0.0
             near = 0.8 < b[f"speedup_{t}"] / (b["us_f32"] / b[f"us_{t}"]) < 1.25
             check(f"{kind} {t} speedup", b[f"speedup_{t}"] > 0 and (near or sanitized or cv > 0.05),
                   f"CV {cv:.3f}: {b}")
