@@ -79,6 +79,13 @@ def _points(table, threads_all: int | None) -> list:
             if rows.where(n=n, d=d, threads=t).records]
 
 
+def _strongest(ours, theirs: list) -> tuple:
+    """(lead, basis, record): attnbench's record `ours` over the other it leads least, each pair read as
+    `comparable` reads it (fastest repetitions where both record one, else medians)."""
+    (a, b, basis), strongest = min(((comparable(ours, r), r) for r in theirs), key=lambda x: x[0][0] / x[0][1])
+    return a / b, basis, strongest
+
+
 def _source_table(table, run, roles: dict, peak_context: dict) -> tuple:
     """Markdown lines of one source's table ([] when it has none of the points) and how its last
     column was taken ({"fastest"}, {"median"}, both, or empty)."""
@@ -99,12 +106,11 @@ def _source_table(table, run, roles: dict, peak_context: dict) -> tuple:
             continue
         best = max(ours, key=lambda r: r.gflops_median)
         cells = [str(n), str(d), str(t), f"`{best.kernel}`", _cell(best.gflops_median, _pct_peak(best, peak))]
-        leads = [(comparable(max(ours, key=speed), r), r) for r in theirs]
-        if leads:
-            (a, b, basis), strongest = min(leads, key=lambda x: x[0][0] / x[0][1])
+        if theirs:
+            lead, basis, strongest = _strongest(max(ours, key=speed), theirs)
             bases.add(basis)
             cells += [f"`{strongest.kernel}`", _cell(strongest.gflops_median, _pct_peak(strongest, peak)),
-                      f"{a / b:.2f}x"]
+                      f"{lead:.2f}x"]
         else:
             cells += ["–", "–", "–"]
         lines.append("| " + " | ".join(cells) + " |")
@@ -124,9 +130,9 @@ def _layer_rows(table, roles: dict, what: str) -> list:
         if not ours or not theirs:
             continue
         best = max(ours, key=speed)
-        (a, b, _), strongest = min(((comparable(best, r), r) for r in theirs), key=lambda x: x[0][0] / x[0][1])
+        lead, _, strongest = _strongest(best, theirs)
         rows.append(f"| {what} | {n:,} | {t} | {best.time_ms_median:.3g} | `{strongest.kernel}` | "
-                    f"{strongest.time_ms_median:.3g} | {a / b:.2f}x |")
+                    f"{strongest.time_ms_median:.3g} | {lead:.2f}x |")
     return rows
 
 

@@ -167,10 +167,11 @@ class Row:
         return max(self.points[t].cv.get("time_us", math.nan) for t in ("f32", dtype) if t in self.points)
 
 
-def rows(window: DecodeWindow, kernel_name: str | None = None) -> list:
-    """A Row per (kernel, layout, rows, kv, threads) of the measured decode points, in table order."""
+def rows(window: DecodeWindow, kernel_name: str | None = None, points=None) -> list:
+    """A Row per (kernel, layout, rows, kv, threads) of the measured decode points (or of `points`), in
+    table order."""
     groups = {}
-    for p in sorted(decode(window), key=_order):
+    for p in sorted(decode(window) if points is None else points, key=_order):
         if kernel_name is None or p.kernel == kernel_name:
             groups.setdefault((p.kernel, p.layout, p.rows, p.kv, p.threads), {})[p.dtype] = p
     return [Row(*key, points) for key, points in groups.items()]
@@ -478,7 +479,7 @@ def targets(window: DecodeWindow) -> dict:
         pct, noise, call_by_call = _bandwidth(window, p)
         out["bandwidth"].append(Target(p, pct, TARGET_PCT_TRIAD, noise, call_by_call=call_by_call,
                                        bound=roofline_pct_triad(run, p), compute_bound=compute_bound(run, p)))
-    for row in rows(window, name):
+    for row in rows(window, name) + rows(window, name, alternated_only):
         for t in SIXTEEN_BIT:  # both points beyond the L3: the 16-bit one's bytes, half the fp32's
             if row.threads == t_all and t in row.points and point_tier(run, row.points[t]) == "beyond L3":
                 bound = (roofline_us(run, row.points["f32"]) / roofline_us(run, row.points[t])
@@ -492,13 +493,6 @@ def targets(window: DecodeWindow) -> dict:
                 elif "f32" in row.points:
                     out["speedup"].append(Target(row.points[t], row.speedup(t), TARGET_SPEEDUP, row.noise(t),
                                                  bound=bound, compute_bound=fmas))
-    for p in alternated_only:  # a types point's speedup at a shape with no decode point
-        f32 = next((q for q in alternated_only if (q.layout, q.kv, q.dtype) == (p.layout, p.kv, "f32")), None)
-        alternated = types_point(window, p)
-        if p.dtype in SIXTEEN_BIT and f32 is not None and math.isfinite(alternated.speedup(p.dtype)):
-            out["speedup"].append(Target(p, alternated.speedup(p.dtype), TARGET_SPEEDUP, alternated.noise(p.dtype),
-                                         call_by_call=True, bound=roofline_us(run, f32) / roofline_us(run, p),
-                                         compute_bound=compute_bound(run, p)))
     # prefill: the types point (f32 and f16 called by turns) where the window has one, else the prefill points
     alternated = {p.threads: p for p in prefill_types(window, name)
                   if p.rows == TARGET_PREFILL_N and math.isfinite(p.speedup("f16"))}
