@@ -2,7 +2,8 @@
 # Installs what attnbench needs: the C++ libraries and tools from Debian 12's apt, the Python
 # packages of requirements.txt (pinned, from PyPI) into the project's virtual environment .venv/, and
 # ggml (the contender llama.cpp runs on the CPU) built from the pinned llama-cpp-python source on PyPI
-# into .venv/ggml/.
+# into .venv/ggml/, and oneDNN 3.x (the Graph API contender) from its pinned PyPI wheel into
+# .venv/onednn/.
 # Idempotent: does nothing when all are present. Run as root (or with sudo available) for apt.
 #   scripts/setup.sh           install what is missing
 #   scripts/setup.sh --check   exit 1 if anything is missing, install nothing
@@ -42,11 +43,20 @@ ggml_sha256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 ggml_dir=$venv/ggml
 ggml_current() { [[ $(cat "$ggml_dir/SOURCE" 2>/dev/null) == "$ggml_sdist $ggml_sha256" ]]; }
 
+# oneDNN 3.x for the Graph API contender (python/attnbench_contenders/onednn_graph.py): PyPI's CPU
+# build with GNU OpenMP threads (the onednn wheels are SYCL builds), installed under its own prefix
+# .venv/onednn/ so that CMake's search for Debian's oneDNN 2.6 (the C++ window's) never meets it.
+onednn_wheel=onednn-cpu-gomp==2023.2.0
+onednn_sha256=2f22a54d6a890ed14bfa185d42a4be65d8b5b1df85dc1f0f3a9abe31620416fb
+onednn_dir=$venv/onednn
+onednn_current() { [[ $(cat "$onednn_dir/SOURCE" 2>/dev/null) == "$onednn_wheel $onednn_sha256" ]]; }
+
 if [[ ${1:-} == --check ]]; then
   status=0
   [[ ${#missing[@]} -eq 0 ]] || { echo "missing packages: ${missing[*]}"; status=1; }
   venv_current || { echo "$venv/ is missing or older than requirements.txt"; status=1; }
   ggml_current || { echo "$ggml_dir/ is missing or not built from $ggml_sdist"; status=1; }
+  onednn_current || { echo "$onednn_dir/ is missing or not $onednn_wheel"; status=1; }
   exit $status
 fi
 
@@ -90,4 +100,19 @@ else
   cp -r "$src/ggml/include" "$ggml_dir/include"
   cp "$src/LICENSE" "$ggml_dir/LICENSE"
   echo "$ggml_sdist $ggml_sha256" > "$ggml_dir/SOURCE"
+fi
+
+if onednn_current; then
+  echo "setup: $onednn_dir/ current ($onednn_wheel)"
+else
+  echo "setup: installing $onednn_wheel (PyPI) into $onednn_dir/"
+  wheels=$(mktemp -d)
+  "$venv/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: \
+    "$onednn_wheel" -d "$wheels"
+  echo "$onednn_sha256  $(ls "$wheels"/*.whl)" | sha256sum --check --quiet
+  rm -rf "$onednn_dir"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --prefix "$onednn_dir" \
+    "$wheels"/*.whl
+  rm -rf "$wheels"
+  echo "$onednn_wheel $onednn_sha256" > "$onednn_dir/SOURCE"
 fi

@@ -1,5 +1,5 @@
-"""The Python contenders' window: NumPy, PyTorch, OpenVINO, ONNX Runtime and ggml beside attnbench's
-`tiled/simd`, in one process.
+"""The Python contenders' window: NumPy, PyTorch, OpenVINO, ONNX Runtime, ggml and oneDNN beside
+attnbench's `tiled/simd`, in one process.
 
     PYTHONPATH=python .venv/bin/python -m attnbench_contenders --preset quick|standard|full \
         --lib build/lib/libattnbench_capi.so --out DIR/python_contenders.json [--filter REGEX]
@@ -15,8 +15,9 @@ head, the layout whose CPU dispatch takes the fused kernel; the version and the 
 recorded in the JSON's context), OpenVINO's CPU `ScaledDotProductAttention` (`openvino/sdpa`) and
 ONNX Runtime's CPU `MultiHeadAttention` (`onnxruntime/mha`), each compiled once per point as a
 deployment compiles it, and ggml's `flash_attn_ext` (`ggml/flash_attn_ext`, llama.cpp's CPU
-attention, through ctypes on the build scripts/setup.sh makes: ggml.py), the kernel that ran in
-each entry's `label`. Each contender
+attention, through ctypes on the build scripts/setup.sh makes: ggml.py) and oneDNN's Graph API
+(`onednn/graph`, the attention subgraph as the library partitions it, through ctypes on the PyPI
+build scripts/setup.sh installs: onednn_graph.py), the kernel that ran in each entry's `label`. Each contender
 is prepared, called once (the warm-up) and checked against the float64 oracle by the benchmark's own
 check (`attnbench_c_check`, 16 sampled rows) before it is timed; one that fails is recorded as
 failed, one that is missing or cannot run a point (causal) is recorded with the reason.

@@ -22,7 +22,7 @@ from . import __doc__ as PACKAGE_DOC
 from .capi import Capi, OpenBlas
 from .forward import (Attnbench, NumpyInplace, NumpyTextbook, OnnxRuntimeMha, OpenVinoSdpa, OpenVinoSdpaBf16,
                       TorchMatmul, TorchSdpa, TorchSdpaBf16)
-from . import ggml, passes
+from . import ggml, onednn_graph, passes
 from .isolation import Isolated
 from .libraries import onnxruntime, openvino, torch, torch_blas
 
@@ -198,7 +198,7 @@ def contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
     """Every contender of the window, by pass; the forward's first is attnbench's."""
     ours, torch_sdpa = Attnbench(capi, "tiled/simd"), TorchSdpa(blas)
     return {"forward": [ours, NumpyTextbook(blas), NumpyInplace(blas), TorchMatmul(blas), torch_sdpa,
-                        OpenVinoSdpa(), OnnxRuntimeMha(), ggml.GgmlFlashAttn()],
+                        OpenVinoSdpa(), OnnxRuntimeMha(), ggml.GgmlFlashAttn(), onednn_graph.OnednnGraph()],
             "forward+backward": [passes.AttnbenchTraining(capi, ours.name, ours.description),
                                  passes.TorchSdpaTraining(torch_sdpa.description)],
             "decode": [passes.AttnbenchDecode(capi, ours.name, ours.description),
@@ -210,9 +210,11 @@ def contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
 
 
 def bf16_contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
-    """The bf16 window's contenders: attnbench's bf16-products kernel against PyTorch's bf16 SDPA and
-    OpenVINO's SDPA at bf16 inference precision, on the same bfloat16 values (the forward only)."""
-    return {"forward": [Attnbench(capi, "tiled/simd-bf16"), TorchSdpaBf16(blas), OpenVinoSdpaBf16()]}
+    """The bf16 window's contenders: attnbench's bf16-products kernel against PyTorch's bf16 SDPA,
+    OpenVINO's SDPA at bf16 inference precision and oneDNN's Graph API on bf16 tensors, on the same
+    bfloat16 values (the forward only)."""
+    return {"forward": [Attnbench(capi, "tiled/simd-bf16"), TorchSdpaBf16(blas), OpenVinoSdpaBf16(),
+                        onednn_graph.OnednnGraphBf16()]}
 
 
 def q8_0_contenders_by_pass(capi: Capi, blas: OpenBlas) -> dict:
@@ -288,7 +290,7 @@ def main(argv=None) -> int:
         "numpy_version": np.__version__, "torch_version": torch.__version__ if torch is not None else "missing",
         "openvino_version": openvino.get_version() if openvino is not None else "missing",
         "onnxruntime_version": onnxruntime.__version__ if onnxruntime is not None else "missing",
-        "ggml_version": ggml.version(),
+        "ggml_version": ggml.version(), "onednn_version": onednn_graph.version(),
         "torch_blas": torch_blas(),
         "openblas_corename": blas.corename(), "openblas_config": blas.config(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),

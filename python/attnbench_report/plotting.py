@@ -43,7 +43,7 @@ _CONTENDER_COLORS = {
     "torch/matmul": "#f4a582",
     "torch/sdpa": "#ff7f0e",
     "onednn/primitives": "#8c564b",
-    "onednn/sdpa": "#543005",
+    "onednn/graph": "#543005",
     "openvino/sdpa": "#e377c2",
     "onnxruntime/mha": "#000075",
     "ggml/flash_attn_ext": "#3cb44b",

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 import attnbench_contenders as contenders
-from attnbench_contenders import ggml, passes
+from attnbench_contenders import ggml, onednn_graph, passes
 from attnbench_contenders.window import q8_0_values
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +61,7 @@ class RunnerTest(unittest.TestCase):
         context = data["context"]
         self.assertEqual(context["attnbench_window"], "python")
         names = {json.loads(v)["library"] for k, v in context.items() if k.startswith("contender ")}
-        self.assertEqual(names, {"attnbench", "NumPy", "PyTorch", "OpenVINO", "ONNX Runtime", "ggml"})
+        self.assertEqual(names, {"attnbench", "NumPy", "PyTorch", "OpenVINO", "ONNX Runtime", "ggml", "oneDNN"})
         # attnbench's kernel with the role and fusion the benchmark gives it.
         ours = json.loads(context[f"contender {self.capi.resolve('tiled/simd')}"])
         self.assertEqual((ours["role"], ours["fused"]), ("attnbench", True))
@@ -73,10 +73,10 @@ class RunnerTest(unittest.TestCase):
         kernels = {name.split("/n:")[0] for name in runs}
         self.assertIn(self.capi.resolve("tiled/simd"), kernels)
         self.assertTrue({"numpy/textbook", "numpy/inplace", "torch/matmul", "torch/sdpa", "openvino/sdpa",
-                         "onnxruntime/mha", "ggml/flash_attn_ext"} <= kernels, kernels)
+                         "onnxruntime/mha", "ggml/flash_attn_ext", "onednn/graph"} <= kernels, kernels)
         # The fused contenders record the kernel that ran, point by point.
         for name, entries in runs.items():
-            if name.startswith(("torch/sdpa", "openvino/sdpa", "onnxruntime/mha", "ggml/")):
+            if name.startswith(("torch/sdpa", "openvino/sdpa", "onnxruntime/mha", "ggml/", "onednn/")):
                 self.assertTrue(entries[0].get("label"), name)
         for name, entries in runs.items():
             self.assertEqual(sorted(e["repetition_index"] for e in entries), [0, 1, 2], name)
@@ -152,6 +152,23 @@ class RunnerTest(unittest.TestCase):
                 self.assertLess(e["oracle_error_ratio"], 1.0)
             labels = {e["run_name"].split("/")[0]: e["label"] for e in entries}
             self.assertIn(point.get("dtype", "f32") + " K/V", labels["ggml"])
+
+    def test_onednn_graph_f32_and_bf16_pass_the_oracle_check_and_say_how_they_partitioned(self):
+        # Shapes that fit no block (n = 77, odd d), causal and not, one and two threads.
+        for point in ({"pass": "forward", "n": 77, "d": 23, "causal": True, "threads": 2},
+                      {"pass": "forward", "n": 130, "d": 64, "causal": False, "threads": 1}):
+            for side, dtype in ((onednn_graph.OnednnGraph(), "f32"), (onednn_graph.OnednnGraphBf16(), "bf16")):
+                self.assertEqual(side.description["dtype"], dtype)
+                entries = contenders.run_point(dict(point, dtype=dtype), [side], self.capi, self.blas, 2, 0.0,
+                                               10.0, random.Random(1), lambda _: None)
+                self.assertEqual(len(entries), 2, entries[0].get("error_message"))
+                for e in entries:
+                    self.assertFalse(e.get("error_occurred"), e.get("error_message"))
+                    self.assertLess(e["oracle_error_ratio"], 1.0)
+                    # e.g. "3 partitions (2 + 1 + 1 ops), scores materialised between them, f32"
+                    self.assertRegex(e["label"], rf"^\d+ partitions? \([\d + ]+ ops\), .*, {dtype}$")
+                    fused = e["label"].startswith("1 partition ")
+                    self.assertEqual(fused, e["scratch_bytes"] == 0, e)
 
     def test_prefill_points_check_and_time_every_side(self):
         point = {"pass": "prefill", "n": 77, "d": 32, "q_heads": 8, "kv_heads": 2, "causal": True, "threads": 2}
