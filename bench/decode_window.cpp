@@ -91,7 +91,7 @@ DecodePreset decode_preset(const std::string& name) {
 // this CPU reports: every type's cache lies beyond it (a guest's L3 can be a whole socket's: 260
 // MiB on the Emerald Rapids guest, where 65536 keys of the llama layout's fp16 K/V still fit).
 std::size_t beyond_l3_kv(const Layout& layout) {
-  const std::size_t l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, std::size_t{32} << 20);
+  const std::size_t l3 = cache_bytes(3, std::size_t{32} << 20);
   std::size_t kv = 4096;
   while (layout.kv_heads * kv * 2 * kv_row_bytes(KvType::q4_0, kHeadDim) < l3) kv *= 2;
   return kv;

@@ -236,9 +236,9 @@ std::pair<double, double> measure_packing(const kernels::SimdTable& table, std::
 
 std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) {
   std::vector<MachineConstant> out;
-  const std::size_t l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, std::size_t{32} << 10);
-  const std::size_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, std::size_t{512} << 10);
-  const std::size_t l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, std::size_t{32} << 20);
+  const std::size_t l1 = cache_bytes(1, std::size_t{32} << 10);
+  const std::size_t l2 = cache_bytes(2, std::size_t{512} << 10);
+  const std::size_t l3 = cache_bytes(3, std::size_t{32} << 20);
 
   // The exps: softmax arguments, x - max in [-20, 0], over 8 KiB in, 8 KiB out (L1).
   constexpr std::size_t kExps = 2048;

@@ -5,7 +5,9 @@
 #include <cblas.h>
 #include <oneapi/tbb/version.h>
 #include <unistd.h>
+
 #include <xsimd/xsimd.hpp>
+#include "cpu_caches.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -47,12 +49,12 @@ void add_run_context(const std::string& preset, std::size_t all_threads, const s
   AddCustomContext("attnbench_window", window);
   AddCustomContext("cpu_model", read_first_line_with("/proc/cpuinfo", "model name"));
   // Cache sizes: Google Benchmark's own "caches" context reads them from sysfs, which a guest may
-  // not have (it is then empty); beside it, the sizes sysconf reports (the L2 and L3 are what the
-  // kernels size their blocks from), where the CPU reports them.
-  for (const auto& [key, name] : {std::pair{"cache_bytes_l1d", _SC_LEVEL1_DCACHE_SIZE},
-                                  std::pair{"cache_bytes_l2", _SC_LEVEL2_CACHE_SIZE},
-                                  std::pair{"cache_bytes_l3", _SC_LEVEL3_CACHE_SIZE}}) {
-    if (const long bytes = sysconf(name); bytes > 0) AddCustomContext(key, std::to_string(bytes));
+  // not have (it is then empty); beside it, the sizes the kernels size their blocks from
+  // (src/cpu_caches.hpp: sysfs, else sysconf), where the system reports them.
+  for (const auto& [key, level] : {std::pair{"cache_bytes_l1d", 1}, std::pair{"cache_bytes_l2", 2},
+                                   std::pair{"cache_bytes_l3", 3}}) {
+    if (const std::size_t bytes = reported_cache_bytes(level); bytes > 0)
+      AddCustomContext(key, std::to_string(bytes));
   }
   AddCustomContext("memory_bytes", std::to_string(std::size_t(sysconf(_SC_PHYS_PAGES)) *
                                                   std::size_t(sysconf(_SC_PAGE_SIZE))));

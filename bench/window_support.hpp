@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "cpu_caches.hpp"
+
 namespace attnbench::bench {
 
 // Marks the point failed with `message` (the JSON keeps it as the point's error) and runs out its
@@ -19,10 +21,10 @@ inline void skip_all(benchmark::State& state, const std::string& message) {
   }
 }
 
-// A cache's bytes as the CPU reports them (sysconf's _SC_LEVEL*_CACHE_SIZE), or `fallback`.
-inline std::size_t cache_bytes(int name, std::size_t fallback) {
-  const long bytes = sysconf(name);
-  return bytes > 0 ? std::size_t(bytes) : fallback;
+// The level-`level` cache's bytes as the kernels read them (src/cpu_caches.hpp), or `fallback`.
+inline std::size_t cache_bytes(int level, std::size_t fallback) {
+  const std::size_t bytes = reported_cache_bytes(level);
+  return bytes > 0 ? bytes : fallback;
 }
 
 // The machine's physical memory in bytes.

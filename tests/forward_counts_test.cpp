@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
@@ -11,6 +12,7 @@
 
 #include <attnbench/attnbench.hpp>
 #include "call_plan.hpp"
+#include "cpu_caches.hpp"
 #include "forward_counts.hpp"
 #include "kernels/kernel_interface.hpp"
 
@@ -18,6 +20,32 @@ namespace attnbench {
 namespace {
 
 std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
+
+// The caches the blocking derives from are the ones Linux's sysfs lists for CPU 0 (what lscpu
+// shows), not glibc's sysconf where the two differ (a Zen 4 guest's sysconf gave 320 MiB for its
+// 32 MiB L3); in ascending order, each level present where sysfs has it.
+TEST(CpuCaches, SizesAreSysfsWhereItListsThem) {
+  std::size_t listed = 0;
+  for (int index = 0; index < 16; ++index) {
+    const std::string dir =
+        "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
+    int level = 0;
+    std::string type, size;
+    if (!(level_file >> level) || !(type_file >> type) || !(size_file >> size)) break;
+    if (type == "Instruction") continue;
+    ++listed;
+    ASSERT_FALSE(size.empty());
+    const std::size_t factor = size.back() == 'K' ? 1024 : size.back() == 'M' ? 1024 * 1024 : 1;
+    EXPECT_EQ(reported_cache_bytes(level), std::stoull(size) * factor) << "level " << level;
+  }
+  if (listed == 0) GTEST_SKIP() << "no sysfs cache list on this system";
+  EXPECT_GT(reported_cache_bytes(1), 0u);
+  EXPECT_GE(reported_cache_bytes(2), reported_cache_bytes(1));
+  if (reported_cache_bytes(3) > 0) EXPECT_GE(reported_cache_bytes(3), reported_cache_bytes(2));
+  EXPECT_EQ(reported_cache_bytes(0), 0u);
+  EXPECT_EQ(reported_cache_bytes(4), 0u);
+}
 std::size_t blocks(std::size_t x, std::size_t of) { return (x + of - 1) / of; }
 
 Options with(std::size_t threads, bool causal = false, KvType type = KvType::f32) {

@@ -2,10 +2,9 @@
 // arithmetic all kernels (and the driver's split-key merge) share.
 #pragma once
 
-#include <unistd.h>
-
 #include <limits>
 
+#include "cpu_caches.hpp"
 #include "kernels/kernel_interface.hpp"
 
 namespace attnbench::kernels {
@@ -19,22 +18,19 @@ constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 inline std::size_t min_of(std::size_t a, std::size_t b) { return a < b ? a : b; }
 inline std::size_t max_of(std::size_t a, std::size_t b) { return a < b ? b : a; }
 
-// The per-core L2 this CPU reports, in bytes (sysconf), or 512 KiB where it reports none: what
-// the SIMD kernels size their key and query blocks from.
+// The per-core L2 this CPU reports, in bytes (cpu_caches.hpp), or 512 KiB where it reports none:
+// what the SIMD kernels size their key and query blocks from.
 inline std::size_t reported_l2_bytes() {
-  const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  return reported > 0 ? std::size_t(reported) : std::size_t{512} << 10;
+  const std::size_t reported = reported_cache_bytes(2);
+  return reported > 0 ? reported : std::size_t{512} << 10;
 }
 // The per-core L1 data cache this CPU reports, in bytes, or 32 KiB where it reports none.
 inline std::size_t reported_l1_bytes() {
-  const long reported = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-  return reported > 0 ? std::size_t(reported) : std::size_t{32} << 10;
+  const std::size_t reported = reported_cache_bytes(1);
+  return reported > 0 ? reported : std::size_t{32} << 10;
 }
 // The L3 this CPU reports, in bytes, or 0 where it reports none.
-inline std::size_t reported_l3_bytes() {
-  const long reported = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return reported > 0 ? std::size_t(reported) : 0;
-}
+inline std::size_t reported_l3_bytes() { return reported_cache_bytes(3); }
 inline float scalar_exp(float x) { return __builtin_expf(x); }
 
 // The value subtracted from a row's scores before exp: its running max m, or 0 while m is -inf
