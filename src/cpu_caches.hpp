@@ -10,8 +10,8 @@ namespace attnbench {
 // unified L2 and L3, the L3 as one instance, shared by the cores sysfs lists), or 0 where the
 // system reports none. Read once: Linux's sysfs (/sys/devices/system/cpu/cpu0/cache, what lscpu
 // and Google Benchmark read), else sysconf's _SC_LEVEL*_CACHE_SIZE. Sysfs first because glibc's
-// sysconf can disagree with the CPU's own report: on a Zen 4 guest it gave 320 MiB for the
-// 32 MiB L3 that sysfs, lscpu and the CPUID cache leaf give.
+// sysconf can disagree with it and with the CPU's cache leaf on an AMD guest
+// (docs/studies/2026-12-07-zen4-onednn-and-caches.md).
 std::size_t reported_cache_bytes(int level);
 
 }  // namespace attnbench

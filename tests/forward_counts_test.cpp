@@ -22,8 +22,9 @@ namespace {
 std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
 
 // The caches the blocking derives from are the ones Linux's sysfs lists for CPU 0 (what lscpu
-// shows), not glibc's sysconf where the two differ (a Zen 4 guest's sysconf gave 320 MiB for its
-// 32 MiB L3); in ascending order, each level present where sysfs has it.
+// shows), not glibc's sysconf where the two differ
+// (docs/studies/2026-12-07-zen4-onednn-and-caches.md); in ascending order, each level present where
+// sysfs has it.
 TEST(CpuCaches, SizesAreSysfsWhereItListsThem) {
   std::size_t listed = 0;
   for (int index = 0; index < 16; ++index) {
