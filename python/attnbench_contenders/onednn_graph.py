@@ -17,6 +17,7 @@ import os
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 from .forward import Contender
@@ -223,11 +224,6 @@ class _Subgraph:
         self.handles, self.steps, self.buffers = [], [], {}
 
 
-def _bf16_bits(x: np.ndarray) -> np.ndarray:
-    """float32 values that are bfloat16 values (the bf16 window's) as their bfloat16 bit patterns."""
-    return (np.ascontiguousarray(x, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
-
-
 class OnednnGraph(Contender):
     """oneDNN's Graph API on float32 tensors (the float32 window); OnednnGraphBf16 on bfloat16."""
 
@@ -246,7 +242,7 @@ class OnednnGraph(Contender):
 
     def _partitions(self, n: int, d: int) -> int:
         """How many partitions the library makes of the subgraph at this shape (no mask)."""
-        zeros = np.zeros((n, d), dtype=np.uint16 if self.dtype == BF16 else np.float32)
+        zeros = self._host(np.zeros((n, d), dtype=np.float32))
         probe = _Subgraph(n, d, False, self.dtype, {0: zeros, 1: zeros, 2: zeros, 4: np.ones(1, np.float32)})
         try:
             return probe.partitions
@@ -257,7 +253,9 @@ class OnednnGraph(Contender):
         return "" if _LIBS is not None else f"missing: oneDNN 3.x (scripts/setup.sh): {ONEDNN_ERROR}"
 
     def _host(self, x: np.ndarray) -> np.ndarray:
-        return _bf16_bits(x) if self.dtype == BF16 else np.ascontiguousarray(x, dtype=np.float32)
+        """x as the graph's tensors hold it: bfloat16 (the bf16 window's values are bfloat16 values,
+        so exactly) or float32."""
+        return np.ascontiguousarray(x, dtype=ml_dtypes.bfloat16 if self.dtype == BF16 else np.float32)
 
     def prepare(self, point, q, k, v):
         super().prepare(point, q, k, v)
@@ -268,20 +266,18 @@ class OnednnGraph(Contender):
         if point["causal"]:
             bound[9] = self._host(np.where(self.mask, np.float32(-np.inf), np.float32(0)))
         self.graph = _Subgraph(n, d, point["causal"], self.dtype, bound)
-        self.fused = self.graph.partitions == 1
-        self.label = (f"{self.graph.partitions} partition{'s' if self.graph.partitions > 1 else ''} "
+        parts = self.graph.partitions
+        self.label = (f"{parts} partition{'s' if parts > 1 else ''} "
                       f"({' + '.join(str(x) for x in self.graph.ops)} ops), "
-                      f"{'fused' if self.fused else 'scores materialised between them'}, "
+                      f"{'fused' if parts == 1 else 'scores materialised between them'}, "
                       f"{self.description['dtype']}")
 
     def run(self):
         self.graph.run()
 
     def output(self):
-        o = self.graph.buffers[3]
-        if self.dtype == BF16:
-            return (o.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(self.q.shape)
-        return o.view(np.float32).reshape(self.q.shape).copy()
+        o = self.graph.buffers[3].view(ml_dtypes.bfloat16 if self.dtype == BF16 else np.float32)
+        return o.astype(np.float32).reshape(self.q.shape)
 
     def scratch_bytes(self):
         return self.graph.scratch_bytes({0, 1, 2, 3, 4, 9}) if self.graph else math.nan
