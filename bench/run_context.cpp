@@ -4,10 +4,7 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <oneapi/tbb/version.h>
-#include <unistd.h>
-
 #include <xsimd/xsimd.hpp>
-#include "cpu_caches.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -22,8 +19,10 @@
 #include "build_info.hpp"
 #include "ceilings.hpp"
 #include "contender.hpp"
+#include "cpu_caches.hpp"
 #include "kernels/kernel_interface.hpp"
 #include "machine_constants.hpp"
+#include "window_support.hpp"
 
 namespace attnbench::bench {
 
@@ -56,8 +55,7 @@ void add_run_context(const std::string& preset, std::size_t all_threads, const s
     if (const std::size_t bytes = reported_cache_bytes(level); bytes > 0)
       AddCustomContext(key, std::to_string(bytes));
   }
-  AddCustomContext("memory_bytes", std::to_string(std::size_t(sysconf(_SC_PHYS_PAGES)) *
-                                                  std::size_t(sysconf(_SC_PAGE_SIZE))));
+  AddCustomContext("memory_bytes", std::to_string(memory_bytes()));
   AddCustomContext("naive_memory_budget_bytes", std::to_string(default_memory_budget()));
   AddCustomContext("rows_per_task", std::to_string(kernels::kRowsPerTask));
   // The shape every backward kernel's gradients are checked on before its points are timed.

@@ -21,6 +21,16 @@ namespace {
 
 std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
 
+std::size_t blocks(std::size_t x, std::size_t of) { return (x + of - 1) / of; }
+
+Options with(std::size_t threads, bool causal = false, KvType type = KvType::f32) {
+  Options o;
+  o.threads = threads;
+  o.causal = causal;
+  o.kv_type = type;
+  return o;
+}
+
 // The caches the blocking derives from are the ones Linux's sysfs lists for CPU 0 (what lscpu
 // shows), not glibc's sysconf where the two differ
 // (docs/studies/2026-12-07-zen4-onednn-and-caches.md); in ascending order, each level present where
@@ -46,15 +56,6 @@ TEST(CpuCaches, SizesAreSysfsWhereItListsThem) {
   if (reported_cache_bytes(3) > 0) EXPECT_GE(reported_cache_bytes(3), reported_cache_bytes(2));
   EXPECT_EQ(reported_cache_bytes(0), 0u);
   EXPECT_EQ(reported_cache_bytes(4), 0u);
-}
-std::size_t blocks(std::size_t x, std::size_t of) { return (x + of - 1) / of; }
-
-Options with(std::size_t threads, bool causal = false, KvType type = KvType::f32) {
-  Options o;
-  o.threads = threads;
-  o.causal = causal;
-  o.kv_type = type;
-  return o;
 }
 
 // tiled/scalar reads K and V in place in blocks of Br = 16 rows and Bc = 64 keys.
