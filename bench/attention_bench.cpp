@@ -397,7 +397,7 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
     const bool wide_simd =
         p.kernel->backend == Backend::simd &&
         (p.kernel->isa == attnbench::Isa::avx2 || p.kernel->isa == attnbench::Isa::avx512f ||
-         p.kernel->isa == attnbench::Isa::avx512bf16);
+         p.kernel->isa == attnbench::Isa::avx512bf16 || p.kernel->isa == attnbench::Isa::amxbf16);
     const bool plain = p.kernel->backend != Backend::openblas && !wide_simd;
     const double budget = wide_simd && tiled_only_length ? preset.tiled_budget_seconds
                           : plain ? std::min(preset.budget_seconds, preset.plain_budget_seconds)

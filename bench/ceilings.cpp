@@ -1,6 +1,8 @@
 // Machine ceilings: FMA peak from register-only FMA chains, bandwidth from a STREAM triad.
 #include "ceilings.hpp"
 
+#include <attnbench/registry.hpp>
+
 #include <immintrin.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
@@ -71,6 +73,39 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) double bf16_chains_avx512
   for (int k = 0; k < kBf16Chains; ++k) sum += _mm512_reduce_add_ps(acc[k]);
   sink = sum;
   return 4.0 * 16 * kBf16Chains * double(iterations);
+}
+
+// TDPBF16PS: a 16 x 16 tile of float32 sums += a 16 x 32 bfloat16 tile times a 32 x 16 one,
+// 16,384 FLOPs; four independent sums (tiles 4 to 7) from two A and two B tiles, loaded once.
+// The tile state is the process's after cpu_supports(Isa::amxbf16) asked Linux for it.
+__attribute__((target("amx-tile,amx-bf16"))) double amx_chains(long iterations) {
+  struct alignas(64) {
+    std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
+    std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+    std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+  } config;
+  alignas(64) std::uint16_t values[16 * 32];
+  for (std::size_t i = 0; i < 16 * 32; ++i) values[i] = i % 2 ? 0x3A83 : 0xBA83;  // +-1e-3
+  _tile_loadconfig(&config);
+  _tile_loadd(0, values, 64);
+  _tile_loadd(1, values, 64);
+  _tile_loadd(2, values, 64);
+  _tile_loadd(3, values, 64);
+  _tile_zero(4);
+  _tile_zero(5);
+  _tile_zero(6);
+  _tile_zero(7);
+  for (long i = 0; i < iterations; ++i) {
+    _tile_dpbf16ps(4, 0, 2);
+    _tile_dpbf16ps(5, 0, 3);
+    _tile_dpbf16ps(6, 1, 2);
+    _tile_dpbf16ps(7, 1, 3);
+  }
+  alignas(64) float sums[16 * 16];
+  _tile_stored(4, sums, 64);
+  _tile_release();
+  sink = sums[0];
+  return 4.0 * 2 * 16 * 16 * 32 * double(iterations);
 }
 
 // The scalar kernels' arithmetic: a multiply and an add per step (they are built for baseline
@@ -166,9 +201,13 @@ double cores_now(const std::vector<int>& cpus, long steps) {
   return rate_on_threads(cpus.size(), work, cpus) / alone;
 }
 
-double fma_rate_now(std::size_t threads, long steps, bool bf16) {
+double fma_rate_now(std::size_t threads, long steps, Probe probe) {
   double (*chains)(long) = fma_chains_scalar;
-  if (bf16) {
+  if (probe == Probe::amx) {
+    if (!cpu_supports(Isa::amxbf16)) return 0.0;
+    chains = amx_chains;
+    steps /= 16;
+  } else if (probe == Probe::bf16) {
     if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512bw")) return 0.0;
     chains = bf16_chains_avx512;
   } else if (__builtin_cpu_supports("avx512f")) {
@@ -200,6 +239,18 @@ FmaPeak measure_bf16_peak(std::size_t threads) {
   for (int rep = 0; rep < 3; ++rep) {
     const double flops =
         rate_on_threads(threads, [&](std::size_t) { return bf16_chains_avx512(kIterations / 2); });
+    best.gflops = std::max(best.gflops, flops / 1e9);
+  }
+  return best;
+}
+
+FmaPeak measure_amx_peak(std::size_t threads) {
+  if (!cpu_supports(Isa::amxbf16)) return {0.0, "none"};
+  amx_chains(kIterations / 400);  // warm up (the first tile instruction's XSAVE state)
+  FmaPeak best{0.0, "amxbf16"};
+  for (int rep = 0; rep < 3; ++rep) {
+    const double flops =
+        rate_on_threads(threads, [&](std::size_t) { return amx_chains(kIterations / 40); });
     best.gflops = std::max(best.gflops, flops / 1e9);
   }
   return best;

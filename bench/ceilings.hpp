@@ -35,6 +35,9 @@ std::vector<FmaPeak> measure_fma_peaks(std::size_t threads, bool with_scalar);
 // The bfloat16 product peak: register-only vdpbf16ps chains (AVX512_BF16), a product and its add
 // 2 FLOPs, as a bf16-products kernel's FLOPs count; {0, "none"} where the CPU lacks the ISA.
 FmaPeak measure_bf16_peak(std::size_t threads);
+// The same on AMX tiles (TDPBF16PS, 16,384 FLOPs each): {0, "none"} where the CPU or the OS
+// does not offer them.
+FmaPeak measure_amx_peak(std::size_t threads);
 
 // Runs work(thread) on `threads` threads released together (each warmed up by one untimed run
 // first); returns the sum of their results over the seconds until the last one finished. With
@@ -54,12 +57,14 @@ double rate_on_threads(std::size_t threads, const std::function<double(std::size
 double cores_now(const std::vector<int>& cpus, long steps);
 
 // The peak's rate at this moment, for a share read beside one call (attnbench_time): the chains
-// of measure_fma_peak's widest ISA, or of measure_bf16_peak's with `bf16`, `steps` steps on each of
+// of measure_fma_peak's widest ISA, or of measure_bf16_peak's (Probe::bf16) or measure_amx_peak's
+// (Probe::amx, a sixteenth of the steps), `steps` steps on each of
 // `threads` threads (1: on the calling thread, no thread started), in GFLOP/s. About 1 ms at 600000
 // steps on one AVX-512 core. A host shared with other guests moves a core's clock and share
 // between seconds (a probe read 175-227 GFLOP/s within minutes on the Emerald Rapids guest), so a
 // share of a peak read minutes before can be off by a fifth either way.
-double fma_rate_now(std::size_t threads, long steps, bool bf16 = false);
+enum class Probe { fma, bf16, amx };
+double fma_rate_now(std::size_t threads, long steps, Probe probe = Probe::fma);
 
 // STREAM triad a = b + s c over arrays far larger than the last-level cache; bytes counted as
 // STREAM does (3 x 4 bytes per element), best of the repetitions, GB/s = 1e9 bytes/s.

@@ -175,9 +175,9 @@ struct PhaseRates {
   double softmax_seconds_per_score;
 };
 
-PhaseRates measure_phases(const kernels::SimdTable& table, std::size_t d, std::size_t threads) {
-  const kernels::ForwardBlocking b =
-      table.tiled[static_cast<std::size_t>(KvType::f32)].forward.blocking(d);
+PhaseRates measure_phases(const kernels::KernelCode& code, const kernels::TiledPhases& phases,
+                          std::size_t d, std::size_t threads) {
+  const kernels::ForwardBlocking b = code.forward.blocking(d);
   const std::size_t rows = b.query_block, keys = b.key_block;
   const std::vector<float>& q = random_tensor(rows * d, 50);
   const std::vector<float>& k = random_tensor(keys * d, 51);
@@ -186,7 +186,7 @@ PhaseRates measure_phases(const kernels::SimdTable& table, std::size_t d, std::s
   std::vector<Workspace> ws(threads);
   for (std::size_t t = 0; t < threads; ++t) {
     problems.push_back(
-        std::make_unique<PackedHead>(table, q.data(), k.data(), v.data(), rows, keys, d));
+        std::make_unique<PackedHead>(code, q.data(), k.data(), v.data(), rows, keys, d));
   }
   auto seconds_per_call = [&](kernels::ComputeRows phase) {
     auto once = [&](std::size_t t) {
@@ -209,22 +209,20 @@ PhaseRates measure_phases(const kernels::SimdTable& table, std::size_t d, std::s
     }
     return double(threads) / best;
   };
-  const double products =
-      seconds_per_call(table.phases.score) + seconds_per_call(table.phases.blend);
+  const double products = seconds_per_call(phases.score) + seconds_per_call(phases.blend);
   const double fmas = double(rows) * double(keys) * double(d + b.padded_dim);
-  return {2.0 * fmas / products,
-          seconds_per_call(table.phases.softmax) / (double(rows) * double(keys))};
+  return {2.0 * fmas / products, seconds_per_call(phases.softmax) / (double(rows) * double(keys))};
 }
 
 // Bytes per second of the tiled kernel's own packing of K and V (what a call without a KvCache
 // does first) at d = 128 over a head of `keys` keys, packed again and again as a benchmark's calls
 // do: read K and V, write the packed layout, in the cost counts' bytes (forward_counts.hpp's
 // pack_bytes). Returns {bytes per call, bytes per second}.
-std::pair<double, double> measure_packing(const kernels::SimdTable& table, std::size_t keys) {
+std::pair<double, double> measure_packing(const kernels::KernelCode& code, std::size_t keys) {
   constexpr std::size_t d = 128;
   // Not random_tensor's: its cache would keep up to 2 x 64 L2s resident through every point.
   const std::vector<float> q(d, 0.5f), k(keys * d, 0.25f), v(keys * d, -0.25f);
-  PackedHead head(table, q.data(), k.data(), v.data(), 1, keys, d);
+  PackedHead head(code, q.data(), k.data(), v.data(), 1, keys, d);
   const double bytes = pack_bytes(head.code().packing, {1, 1, 1, 1, keys, d});
   return {bytes, best_rate(3, 0.05, [&] {
             head.pack();
@@ -246,39 +244,51 @@ std::vector<MachineConstant> measure_machine_constants(std::size_t all_threads) 
   for (std::size_t i = 0; i < kExps; ++i) x[i] = -20.0f * float(i) / float(kExps);
   std::vector<std::size_t> thread_counts{1};
   if (all_threads > 1) thread_counts.push_back(all_threads);
-  for (const kernels::SimdTable* table : kernels::simd_tables()) {
-    bool available = false;
-    for (const Kernel& k : registry()) {
-      available |= k.backend == Backend::simd && k.isa == table->isa && k.available();
-    }
-    if (!available) continue;
+  // Per ISA of the tiled kernels (the float32 ones and the bf16-products ones): packing, and the
+  // products and softmax alone per d and threads.
+  auto measure_tiled = [&](const std::string& isa, const kernels::KernelCode& code,
+                           const kernels::TiledPhases& phases) {
     // Packing beyond the L2, its rate by the bytes a call reads and writes: heads of K and V
     // from 4 to 64 L2s.
     for (std::size_t kv_bytes = 4 * l2; kv_bytes <= (kSanitizedBuild ? 4 : 64) * l2;
          kv_bytes *= 4) {
-      const auto [bytes, rate] = measure_packing(*table, kv_bytes / (2 * 128 * sizeof(float)));
-      out.push_back({"pack_bytes_per_s_" + std::string(to_string(table->isa)) + "_set_" +
-                         std::to_string(std::size_t(bytes)),
-                     rate, "B/s"});
+      const auto [bytes, rate] = measure_packing(code, kv_bytes / (2 * 128 * sizeof(float)));
+      out.push_back(
+          {"pack_bytes_per_s_" + isa + "_set_" + std::to_string(std::size_t(bytes)), rate, "B/s"});
     }
+    const std::vector<std::size_t> dims =
+        kSanitizedBuild ? std::vector<std::size_t>{64} : std::vector<std::size_t>{32, 64, 128, 256};
+    for (std::size_t d : dims) {
+      for (std::size_t threads : thread_counts) {
+        const PhaseRates rates = measure_phases(code, phases, d, threads);
+        const std::string suffix = "_" + isa + "_d" + std::to_string(d) +
+                                   (threads == 1 ? "" : "_threads_" + std::to_string(threads));
+        out.push_back({"products_flops" + suffix, rates.products_flops, "FLOP/s"});
+        out.push_back({"softmax_s_per_score" + suffix, rates.softmax_seconds_per_score, "s"});
+      }
+    }
+  };
+  auto available = [](Products products, Isa isa) {
+    for (const Kernel& k : registry()) {
+      if (k.backend == Backend::simd && k.products == products && k.isa == isa && k.available())
+        return true;
+    }
+    return false;
+  };
+  for (const kernels::SimdTable* table : kernels::simd_tables()) {
+    if (!available(Products::f32, table->isa)) continue;
+    const std::string isa(to_string(table->isa));
     const double rate = best_rate(3, 0.05, [&] {
       table->exp(x.data(), y.data(), kExps);
       keep(y[kExps / 2]);
       return double(kExps);
     });
-    const std::string isa(to_string(table->isa));
     out.push_back({"exp_per_s_" + isa, rate, "exp/s"});
-    const std::vector<std::size_t> dims =
-        kSanitizedBuild ? std::vector<std::size_t>{64} : std::vector<std::size_t>{32, 64, 128, 256};
-    for (std::size_t d : dims) {
-      for (std::size_t threads : thread_counts) {
-        const PhaseRates phases = measure_phases(*table, d, threads);
-        const std::string suffix = "_" + isa + "_d" + std::to_string(d) +
-                                   (threads == 1 ? "" : "_threads_" + std::to_string(threads));
-        out.push_back({"products_flops" + suffix, phases.products_flops, "FLOP/s"});
-        out.push_back({"softmax_s_per_score" + suffix, phases.softmax_seconds_per_score, "s"});
-      }
-    }
+    measure_tiled(isa, table->tiled[static_cast<std::size_t>(KvType::f32)], table->phases);
+  }
+  for (const kernels::Bf16Table* table : kernels::bf16_tables()) {
+    if (available(Products::bf16, table->isa))
+      measure_tiled(std::string(to_string(table->isa)), table->tiled, table->phases);
   }
   const double scalar_exp = best_rate(3, 0.05, [&] {
     for (std::size_t i = 0; i < kExps; ++i) y[i] = kernels::scalar_exp(x[i]);

@@ -123,6 +123,11 @@ void add_run_context(const std::string& preset, std::size_t all_threads, const s
       std::fprintf(stderr, "  %zu thread(s): bf16 product peak %.1f GFLOP/s (%s)\n", t, bf16.gflops,
                    bf16.isa.c_str());
     }
+    const auto amx = ceiling("amx_peak", t, [](std::size_t n) { return measure_amx_peak(n); });
+    if (amx.gflops > 0) {
+      AddCustomContext("amx_peak_gflops" + suffix, std::to_string(amx.gflops));
+      std::fprintf(stderr, "  %zu thread(s): AMX bf16 tile peak %.1f GFLOP/s\n", t, amx.gflops);
+    }
   }
   // The cost model's constants, for the matrix's points (the report's model section).
   if (window != "matrix") return;

@@ -46,6 +46,13 @@ int main(int argc, char** argv) {
         "kernel's %%peak is of its probes\n",
         workers, bf16_peak.gflops, bf16_peak.isa.c_str());
   }
+  const attnbench::bench::FmaPeak amx_peak = attnbench::bench::measure_amx_peak(workers);
+  if (amx_peak.gflops > 0) {
+    std::printf(
+        "# measured AMX bf16 tile peak on %zu thread(s): %.1f GFLOP/s; an AMX kernel's "
+        "%%peak is of its probes\n",
+        workers, amx_peak.gflops);
+  }
   std::printf("%-22s %6s %4s %3s %10s %10s %10s %8s %6s %6s %12s\n", "kernel", "n", "d", "thr",
               "median_ms", "min_ms", "max_ms", "GFLOP/s", "%peak", "best%", "scratch_B");
   // About 0.5 ms of the peak's chains on each side of a call (320 FLOPs a step on AVX-512).
@@ -62,7 +69,10 @@ int main(int argc, char** argv) {
       for (const attnbench::Kernel& kernel : attnbench::registry()) {
         if (!kernel.available() || !std::regex_search(std::string(kernel.name), wanted)) continue;
         attnbench::Workspace ws;
-        const bool bf16 = kernel.products == attnbench::Products::bf16;
+        using attnbench::bench::Probe;
+        const Probe probe = kernel.isa == attnbench::Isa::amxbf16          ? Probe::amx
+                            : kernel.products == attnbench::Products::bf16 ? Probe::bf16
+                                                                           : Probe::fma;
         const double flops = 4.0 * attnbench::scored_pairs(shape, causal) * double(d);
         std::vector<double> ms, shares;
         auto call = [&] {
@@ -78,9 +88,9 @@ int main(int argc, char** argv) {
           // process starts on the Zen 5 guest; docs/kernels.md, "Threads").
           for (double warm = 0; warm < 200.0;) warm += call();
           for (std::size_t r = 0; r < reps; ++r) {
-            const double before = attnbench::bench::fma_rate_now(workers, kProbeSteps, bf16);
+            const double before = attnbench::bench::fma_rate_now(workers, kProbeSteps, probe);
             ms.push_back(call());
-            const double after = attnbench::bench::fma_rate_now(workers, kProbeSteps, bf16);
+            const double after = attnbench::bench::fma_rate_now(workers, kProbeSteps, probe);
             // noise only slows a probe: the faster one is the nearer reading of the peak
             shares.push_back(flops / (ms.back() * 1e6) / std::max(before, after));
           }

@@ -2,6 +2,8 @@
 // from the kernels' descriptors. Adding an ISA is one simd_<isa>.cpp file and one line in
 // kSimdByPriority; adding a portable kernel is one file and one line in the list below.
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <xsimd/xsimd.hpp>
 
 #include <array>
@@ -21,7 +23,8 @@ namespace {
 constexpr const kernels::SimdTable* kSimdByPriority[] = {
     &kernels::simd_avx512f, &kernels::simd_avx2, &kernels::simd_sse4_2};
 // The bf16-products SIMD kernels (Products::bf16), likewise.
-constexpr const kernels::Bf16Table* kBf16ByPriority[] = {&kernels::bf16_avx512bf16};
+constexpr const kernels::Bf16Table* kBf16ByPriority[] = {&kernels::bf16_amxbf16,
+                                                         &kernels::bf16_avx512bf16};
 
 }  // namespace
 
@@ -31,6 +34,22 @@ namespace {
 bool has_f16c() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
+// AMX-BF16 and AMX-TILE (CPUID leaf 7, EDX bits 22 and 24), the OS saving the tile state (XCR0
+// bits 17 and 18), and Linux's leave for this process to use it, asked for here once: the tile
+// data is a dynamic XSAVE feature (Linux 5.16+), and a tile instruction before the request
+// kills the process with SIGILL.
+bool amx_usable() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || (d & (1u << 22)) == 0 || (d & (1u << 24)) == 0)
+    return false;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || (c & bit_OSXSAVE) == 0) return false;
+  unsigned xcr0 = 0, high = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0), "=d"(high) : "c"(0));
+  if ((xcr0 & (3u << 17)) != (3u << 17)) return false;
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;  // <asm/prctl.h>
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
 }
 
 // Run-time ISA checks: xsimd's CPUID reading, and the compiler's, which also asks the OS
@@ -51,6 +70,7 @@ bool read_cpu_supports(Isa isa) {
     case Isa::avx512bf16:
       return read_cpu_supports(Isa::avx512f) && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+    case Isa::amxbf16: return read_cpu_supports(Isa::avx512bf16) && amx_usable();
   }
   return false;
 }
@@ -226,6 +246,7 @@ std::string_view to_string(Isa isa) {
     case Isa::avx2: return "avx2";
     case Isa::avx512f: return "avx512f";
     case Isa::avx512bf16: return "avx512bf16";
+    case Isa::amxbf16: return "amxbf16";
   }
   return "?";
 }

@@ -29,17 +29,25 @@ pmaxsb pmaxsd pmaxud pmaxuw pminsb pminsd pminud pminuw pmovsxbw pmovsxbd pmovsx
 pmovsxwq pmovsxdq pmovzxbw pmovzxbd pmovzxbq pmovzxwd pmovzxwq pmovzxdq pmuldq pmulld ptest
 roundpd roundps roundsd roundss pcmpestri pcmpestrm pcmpistri pcmpistrm pcmpgtq crc32
 """.split())
+# AMX's tile instructions (-mamx-tile, -mamx-bf16, -mamx-int8).
+AMX = set("""
+ldtilecfg sttilecfg tilerelease tilezero tileloadd tileloaddt1 tilestored tdpbf16ps tdpbssd tdpbsud
+tdpbusd tdpbuud
+""".split())
 # Which name tags allow each class: a function named for its ISA was compiled for it.
 ALLOWED = {
+    "amx": ("amx",),
     "avx512": ("avx512",),
     "avx": ("avx", "fma3", "fma4"),
     "sse4": ("sse4", "ssse3", "avx", "fma3"),
 }
-WIDEST_FIRST = ("avx512", "avx", "sse4")
+WIDEST_FIRST = ("amx", "avx512", "avx", "sse4")
 
 
 def instruction_class(mnemonic, operands):
     """The widest ISA class an instruction needs beyond SSE2, or None."""
+    if mnemonic in AMX:
+        return "amx"
     if re.search(r"%zmm|%k[0-7]\b|%[xy]mm(1[6-9]|2\d|3[01])\b|\{1to\d+\}", operands):
         return "avx512"
     if mnemonic.startswith("v") and mnemonic not in ("verr", "verw") or "%ymm" in operands:

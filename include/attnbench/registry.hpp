@@ -22,9 +22,10 @@ enum class Backend {
 };
 
 // The instruction set a kernel needs beyond plain x86-64. `avx2` means AVX2 + FMA;
-// `avx512bf16` AVX-512 F, BW, VL and BF16 (vdpbf16ps).
-enum class Isa { generic, sse4_2, avx2, avx512f, avx512bf16 };
-inline constexpr std::size_t kIsas = 5;
+// `avx512bf16` AVX-512 F, BW, VL and BF16 (vdpbf16ps); `amxbf16` that and AMX-BF16 tiles
+// (TDPBF16PS), with the OS's leave to use them.
+enum class Isa { generic, sse4_2, avx2, avx512f, avx512bf16, amxbf16 };
+inline constexpr std::size_t kIsas = 6;
 // Does this CPU (and the OS, for the wider registers) support `isa`?
 bool cpu_supports(Isa isa);
 

@@ -32,7 +32,7 @@ class KernelInfo(TypedDict):
     """"strategy/backend[/isa]", e.g. "tiled/simd/avx2"."""
     strategy: Literal["naive", "tiled"]
     backend: Literal["scalar", "autovec", "simd", "openblas"]
-    isa: Literal["generic", "sse4.2", "avx2", "avx512f", "avx512bf16"]
+    isa: Literal["generic", "sse4.2", "avx2", "avx512f", "avx512bf16", "amxbf16"]
     products: Literal["f32", "bf16"]
     available: bool
     """Whether it runs on this CPU."""

@@ -46,7 +46,8 @@ the FMAs, fewer passes over K and V could not have shortened the call. On t thre
 measured on all threads (Machine.read_gbs; runs from before that curve: a cache's adds up per core,
 DRAM's scales as the DRAM sweep did).
 
-The SIMD kernels (and OpenBLAS's softmax) are priced with their own measured phases. The plain loops
+The SIMD kernels, float32 and bf16 products alike (and OpenBLAS's softmax), are priced with their
+own measured phases (a bf16 kernel's per its ISA: avx512bf16, amxbf16). The plain loops
 (scalar, auto-vectorised) and OpenBLAS's sgemm have no constant of their own: their products are priced
 at the FMA rate of their arithmetic (scalar multiply-add; for autovec the blend at the AVX2 FMA rate and
 the score's dot products, which the compiler may not reorder, scalar; the widest ISA for OpenBLAS)
@@ -105,7 +106,7 @@ class Prediction:
 
     @property
     def band(self) -> float:
-        return SIMD_BAND if self.record.backend == "simd" else PLAIN_BAND
+        return SIMD_BAND if self.record.backend in PHASED_BACKENDS else PLAIN_BAND
 
     @property
     def within_band(self) -> bool:
@@ -113,11 +114,13 @@ class Prediction:
 
 
 PLAIN_BACKENDS = ("scalar", "autovec")  # the plain loops: no measured phases of their own
+# The SIMD kernels, float32 and bf16 products: priced by their own phases, measured per ISA.
+PHASED_BACKENDS = ("simd", "simd-bf16")
 
 
 def calibrated(r: Record) -> bool:
     """Is the kernel priced by one factor fitted on its own points (not by phases of its own)?"""
-    return r.backend != "simd"
+    return r.backend not in PHASED_BACKENDS
 
 
 def raw_phases(machine: Machine, r: Record, factor: float = 1.0) -> dict | None:
@@ -131,7 +134,7 @@ def raw_phases(machine: Machine, r: Record, factor: float = 1.0) -> dict | None:
     flops = 2.0 * (r.count("score_fmas") + r.count("blend_fmas"))
     rescale_exps = max(0.0, r.count("exps") - r.count("softmax_scores"))
     scalar_exp = machine.number("exp_per_s_scalar")
-    if r.backend == "simd":
+    if r.backend in PHASED_BACKENDS:
         rate, per_score = machine.products_flops(r.isa, r.d, t), machine.softmax_seconds(r.isa, r.d, t)
     elif r.backend == "openblas":
         rate = machine.fma_flops(widest) if widest else None
@@ -202,7 +205,7 @@ def raw_phases(machine: Machine, r: Record, factor: float = 1.0) -> dict | None:
     # Packing K and V reads them and writes them transposed into panels: slower than a read sweep of
     # its bytes. A SIMD kernel's packing is priced at its own measured rate for a set that size, split
     # among the threads; runs before the benchmark measured it (and other kernels) at the read sweep.
-    pack_rate = machine.pack_rate(r.isa, r.count("pack_bytes")) if r.backend == "simd" else None
+    pack_rate = machine.pack_rate(r.isa, r.count("pack_bytes")) if r.backend in PHASED_BACKENDS else None
     phases["packing"] = (r.count("pack_bytes") / (pack_rate * t) if pack_rate
                          else priced(r.count("pack_bytes"), r.count("pack_bytes"), t))
     phases["Q and O"] = priced(r.count("io_bytes"), r.count("io_bytes"), t)

@@ -28,6 +28,7 @@ plt.rcParams.update({
 _BACKEND_COLORS = {
     "simd/avx512f": "#1f77b4",
     "simd-bf16/avx512bf16": "#00441b",
+    "simd-bf16/amxbf16": "#66c2a4",
     "scalar-bf16": "#4d4d4d",
     "simd/avx2": "#17becf",
     "simd/sse4.2": "#9467bd",

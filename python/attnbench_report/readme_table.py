@@ -36,7 +36,8 @@ PREFERRED_N = (1024, 16384)  # short and long; every n is in the report
 PREFERRED_D = (64, 128)
 SOURCES = (("python", "the Python contenders' window (`python_contenders.json`)"),
            ("python bf16", "the Python bf16 window (`python_contenders_bf16.json`: bf16 products on "
-                           "bfloat16 values; the share is of the measured bf16 product peak)"))
+                           "bfloat16 values; the share is of the measured peak of the products attnbench's bf16 "
+                           "kernel runs on: AMX tiles where it runs on them, else `vdpbf16ps`)"))
 MATRIX = ("matrix", "the benchmark matrix (`results.json`)")  # for a run without the Python windows
 # The Llama-style layer (32 query heads over 8 key/value heads, d = 128): one table, each row's lead
 # within its own window (`comparable`: fastest repetitions at prefill, medians at decode).
@@ -203,7 +204,8 @@ def table_markdown(run_dir: str | Path) -> str:
         window_run = loader.Run(index=0, label=label, path=run.path, context=context)
         peak_context = {t: window_run.fma_peak_gflops(t) or peaks.get(t) for t in peaks}
         if name == "python bf16":  # the bf16 products' own ceiling, from the run's context
-            peak_context = {t: run._number(f"bf16_peak_gflops_threads_{t}") for t in peaks}
+            amx = (run.dispatch("tiled/simd-bf16") or "").endswith("/amxbf16")
+            peak_context = {t: run._number(f"{'amx' if amx else 'bf16'}_peak_gflops_threads_{t}") for t in peaks}
         lines, bases = _source_table(source_table, run, roles, peak_context)
         if not lines:
             absent.append(f"{title} (none of the points)")

@@ -367,6 +367,7 @@ extern const KernelCode naive_autovec;
 extern const KernelCode tiled_autovec;
 extern const KernelCode naive_openblas;
 extern const Bf16Table bf16_avx512bf16;
+extern const Bf16Table bf16_amxbf16;
 extern const KernelCode tiled_scalar_bf16;
 
 // Every SimdTable, widest ISA first: the order dispatch tries them in (registry.cpp).

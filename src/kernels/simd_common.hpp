@@ -467,9 +467,11 @@ struct Simd : SimdSoftmax<Arch> {
   // counted from j0: [begin[r], end[r]) (empty: begin[r] == end[r]); every row sees
   // [common_begin, common_end) (none when common_begin >= common_end); `first` is the least
   // begin and `widest` the largest end of the rows that see any (widest 0: no row does).
-  struct BlockKeys {
-    std::size_t begin[MR];
-    std::size_t end[MR];
+  // (G: the most rows of a group; MR but for the AMX kernel's 16-row tiles.)
+  template <std::size_t G>
+  struct BlockKeysOf {
+    std::size_t begin[G];
+    std::size_t end[G];
     std::size_t common_begin;
     std::size_t common_end;
     std::size_t first;
@@ -477,8 +479,11 @@ struct Simd : SimdSoftmax<Arch> {
     bool any() const { return widest > 0; }
     bool shared() const { return common_begin < common_end; }
   };
-  static BlockKeys row_keys(std::size_t mr, std::size_t j0, std::size_t bc, auto&& visible) {
-    BlockKeys keys{{}, {}, 0, bc, bc, 0};
+  using BlockKeys = BlockKeysOf<MR>;
+  template <std::size_t G = MR>
+  static BlockKeysOf<G> row_keys(std::size_t mr, std::size_t j0, std::size_t bc, auto&& visible) {
+    assert(mr <= G);
+    BlockKeysOf<G> keys{{}, {}, 0, bc, bc, 0};
     for (std::size_t r = 0; r < mr; ++r) {
       const KeySpan span = visible(r);
       const std::size_t end = span.end <= j0 ? 0 : min_of(bc, span.end - j0);
@@ -495,9 +500,10 @@ struct Simd : SimdSoftmax<Arch> {
     if (keys.widest == 0) keys.first = 0;
     return keys;
   }
-  static BlockKeys block_keys(const HeadProblem& head, std::size_t i, std::size_t mr,
-                              std::size_t j0, std::size_t bc) {
-    return row_keys(mr, j0, bc, [&](std::size_t r) { return head.visible(i + r); });
+  template <std::size_t G = MR>
+  static BlockKeysOf<G> block_keys(const HeadProblem& head, std::size_t i, std::size_t mr,
+                                   std::size_t j0, std::size_t bc) {
+    return row_keys<G>(mr, j0, bc, [&](std::size_t r) { return head.visible(i + r); });
   }
 
   // S[0..mr)[0..widest) = Q K^T for the group's rows against the block's packed panels (`streams`:

@@ -19,9 +19,11 @@
 namespace attnbench::kernels {
 namespace {
 
-template <class Arch>
+// `Self`: a kernel built on this one that replaces its seams (below), as TiledAmx does.
+template <class Arch, class Self = void>
 struct TiledBf16 : Simd<Arch> {
   using S = Simd<Arch>;
+  using K = std::conditional_t<std::is_void_v<Self>, TiledBf16, Self>;
   using S::MR;
   using S::NR;
   using S::W;
@@ -29,19 +31,33 @@ struct TiledBf16 : Simd<Arch> {
   using Pair = std::uint32_t;  // two bfloat16 values
 
   // ---------------------------------------------------------------------------------------------
+  // The seams a further bf16-products ISA fills (bf16_amxbf16.cpp's AMX tiles): the height of a
+  // K^T panel in pairs, the most rows of a group and the rows of a block's groups, the
+  // accumulator rows past a query block that a group's tiles may touch, the tile state a call
+  // holds; and pack_q, score_rows and blend_shared below.
+  // ---------------------------------------------------------------------------------------------
+  static std::size_t panel_height(std::size_t d) { return pairs(d); }
+  static constexpr std::size_t kGroup = MR;
+  static std::size_t group_rows(std::size_t br) { return row_group(br, MR); }
+  static constexpr std::size_t kSpareRows = 0;
+  struct NoTileState {};
+  static NoTileState enter_tiles() { return {}; }
+
+  // ---------------------------------------------------------------------------------------------
   // Packing, once per (batch, key/value head)
   // ---------------------------------------------------------------------------------------------
-  // NOTE: K^T in panels of NR keys, each [pairs(d)][NR] pairs of columns (keys past the capacity
-  // zero), then V as [pairs of keys][padded_dim(d)] pairs of keys (columns past d zero, an odd
-  // capacity's missing key zero). A score step streams one pair row of a panel (NR pairs, 2
-  // vectors); a blend step one pair of V rows.
+  // NOTE: K^T in panels of NR keys, each [panel_height(d)][NR] pairs of columns (keys past the
+  // capacity and pairs past d zero), then V as [pairs of keys][padded_dim(d)] pairs of keys
+  // (columns past d zero, an odd capacity's missing key zero). A score step streams one pair row of
+  // a panel (NR pairs, 2 vectors); a blend step one pair of V rows.
   static std::size_t pairs(std::size_t d) { return (d + 1) / 2; }
   static std::size_t packed_bytes(std::size_t capacity, std::size_t d) {
-    return (S::padded_keys(capacity) * pairs(d) + round_up(capacity, 2) / 2 * S::padded_dim(d)) *
+    return (S::padded_keys(capacity) * K::panel_height(d) +
+            round_up(capacity, 2) / 2 * S::padded_dim(d)) *
            sizeof(Pair);
   }
   static const Pair* packed_v(const Pair* kt, std::size_t capacity, std::size_t d) {
-    return kt + S::padded_keys(capacity) * pairs(d);
+    return kt + S::padded_keys(capacity) * K::panel_height(d);
   }
 
   // Keys [first, last) of a head laid out for `capacity` keys, rounded to bfloat16 (the scalar
@@ -52,8 +68,8 @@ struct TiledBf16 : Simd<Arch> {
   static void pack(const float* k, const float* v, std::size_t capacity, std::size_t d,
                    std::size_t first, std::size_t last, void* out) {
     Pair* kt = static_cast<Pair*>(out);
-    pack_panels(k, capacity, d, first, last, kt);
-    pack_pair_rows(v, capacity, d, first, last, kt + S::padded_keys(capacity) * pairs(d));
+    pack_panels(k, capacity, d, first, last, kt, K::panel_height(d));
+    pack_pair_rows(v, capacity, d, first, last, kt + S::padded_keys(capacity) * K::panel_height(d));
   }
 
   // Columns [c0, c0 + C) of a row rounded to bfloat16, zeros past d (odd d's pair, the padding).
@@ -66,11 +82,12 @@ struct TiledBf16 : Simd<Arch> {
     return n;
   }
 
-  // Rows [first, last) of src (first's row at src) as the columns of K^T-style panels, [pairs(d)]
-  // [NR] pairs each: a row rounded, read as pairs, is its column. Keys past the capacity zero.
+  // Rows [first, last) of src (first's row at src) as the columns of K^T-style panels, [height]
+  // [NR] pairs each (height >= pairs(d)): a row rounded, read as pairs, is its column. Keys past
+  // the capacity and pairs past d zero.
   static void pack_panels(const float* src, std::size_t capacity, std::size_t d, std::size_t first,
-                          std::size_t last, Pair* kt) {
-    const std::size_t pd = pairs(d);
+                          std::size_t last, Pair* kt, std::size_t height = 0) {
+    const std::size_t pd = height == 0 ? pairs(d) : height;
     alignas(64) BFloat16 a[C];
     for (std::size_t j = first; j < last; ++j) {
       Pair* panel = kt + j / NR * NR * pd + j % NR;
@@ -82,6 +99,7 @@ struct TiledBf16 : Simd<Arch> {
           panel[(c0 / 2 + c2) * NR] = word;
         }
       }
+      for (std::size_t c2 = pairs(d); c2 < pd; ++c2) panel[c2 * NR] = 0;
     }
     for (std::size_t j = last == capacity ? capacity : S::padded_keys(capacity);
          j < S::padded_keys(capacity); ++j) {
@@ -125,12 +143,13 @@ struct TiledBf16 : Simd<Arch> {
     }
   }
 
-  // Q rows [0, rows) in groups of `group` <= MR rows, group k at out + k MR pairs(d) as
-  // [pairs(d)][MR] pairs of columns rounded to bfloat16 (odd d: a zero column): each row rounded
-  // by the vector conversion, then read as pairs.
-  static void pack_q(const float* q, std::size_t rows, std::size_t group, std::size_t d,
-                     Pair* out) {
-    const std::size_t pd = pairs(d);
+  // Q rows [0, rows) in groups of `group` <= MR rows, group k at out + k MR height as
+  // [height][MR] pairs of columns rounded to bfloat16 (odd d: a zero column; height, pairs(d)
+  // unless given, zero pairs past d): each row rounded by the vector conversion, then read as
+  // pairs.
+  static void pack_q(const float* q, std::size_t rows, std::size_t group, std::size_t d, Pair* out,
+                     std::size_t height = 0) {
+    const std::size_t pd = height == 0 ? pairs(d) : height;
     alignas(64) BFloat16 row[C];
     for (std::size_t g = 0; g < rows; g += group) {
       const std::size_t mr = min_of(group, rows - g);
@@ -144,6 +163,7 @@ struct TiledBf16 : Simd<Arch> {
             packed[(c0 / 2 + c2) * MR + r] = word;
           }
         }
+        for (std::size_t c2 = pairs(d); c2 < pd; ++c2) packed[c2 * MR + r] = 0;
       }
     }
   }
@@ -271,15 +291,22 @@ struct TiledBf16 : Simd<Arch> {
   // each row's head and tail alone (no row multiplies a V it does not see: a pair half outside a
   // row's keys has that half masked); per row the same pairs in increasing order whatever the
   // group (a head before the shared pairs comes after a pass that only rescales).
+  // O = O * alpha + P V over `pairs` pairs of keys that all mr rows see (pairs 0: rescale only).
   template <std::size_t Ps>
-  static void blend_group(std::size_t mr, const typename S::BlockKeys& keys, const Pair* p,
-                          const Pair* v, std::size_t dp, const float* alpha, float* o) {
+  static void blend_shared(std::size_t mr, const Pair* p, const Pair* v, std::size_t dp,
+                           std::size_t pairs, const float* alpha, float* o) {
+    blend_rows<Ps>(mr, p, v, dp, pairs, false, false, alpha, o);
+  }
+
+  template <std::size_t Ps, class Keys>
+  static void blend_group(std::size_t mr, const Keys& keys, const Pair* p, const Pair* v,
+                          std::size_t dp, const float* alpha, float* o) {
     const std::size_t c0 = (keys.common_begin + 1) / 2, c1 = keys.common_end / 2;
     const bool shared = keys.shared() && c0 < c1;
     bool heads = !shared;
     for (std::size_t r = 0; r < mr && !heads; ++r) heads = keys.begin[r] / 2 < c0;
     if (heads && alpha != nullptr) {  // rescale only
-      blend_rows<Ps>(mr, p, v, dp, 0, false, false, alpha, o);
+      K::template blend_shared<Ps>(mr, p, v, dp, 0, alpha, o);
       alpha = nullptr;
     }
     for (std::size_t r = 0; heads && r < mr; ++r) {
@@ -292,7 +319,7 @@ struct TiledBf16 : Simd<Arch> {
       }
     }
     if (!shared) return;
-    blend_rows<Ps>(mr, p + c0, v + c0 * dp, dp, c1 - c0, false, false, alpha, o);
+    K::template blend_shared<Ps>(mr, p + c0, v + c0 * dp, dp, c1 - c0, alpha, o);
     for (std::size_t r = 0; r < mr; ++r) {
       const std::size_t last = (keys.end[r] + 1) / 2;
       if (last > c1) {
@@ -312,34 +339,36 @@ struct TiledBf16 : Simd<Arch> {
   static void compute(const HeadProblem& head, RowRange rows, KeyRange keys,
                       const PartialRows* partial, Workspace& ws) {
     const std::size_t d = head.head_dim;
-    const std::size_t dp = S::padded_dim(d), pd = pairs(d);
+    const std::size_t dp = S::padded_dim(d), ph = K::panel_height(d);
     const std::size_t Bc = S::key_block(dp);
     const std::size_t Br = min_of(S::query_block(dp), rows.end - rows.begin);
     constexpr std::size_t Ss = S::kTileStride;  // score tile row stride (floats)
     constexpr std::size_t Ps = Ss / 2;          // weight row stride (pairs)
-    float* s_tile = ws.take<float>(MR * Ss);
-    Pair* p_tile = ws.take<Pair>(MR * Ps);
-    float* o_acc = ws.take<float>(Br * dp);
+    constexpr std::size_t G = K::kGroup;
+    float* s_tile = ws.take<float>(G * Ss);
+    Pair* p_tile = ws.take<Pair>(G * Ps);
+    float* o_acc = ws.take<float>((Br + K::kSpareRows) * dp);
     float* m = ws.take<float>(Br);
     float* l = ws.take<float>(Br);
-    float* alpha = ws.take<float>(MR);
-    Pair* q_packed = ws.take<Pair>(round_up(Br, MR) * pd);
+    float* alpha = ws.take<float>(G);
+    Pair* q_packed = ws.take<Pair>(round_up(Br, G) * ph);
     if constexpr (Phases != kAllPhases) {
-      for (std::size_t x = 0; x < MR * Ss; ++x) s_tile[x] = 0.0f;
-      for (std::size_t x = 0; x < MR * Ps; ++x) p_tile[x] = 0;
+      for (std::size_t x = 0; x < G * Ss; ++x) s_tile[x] = 0.0f;
+      for (std::size_t x = 0; x < G * Ps; ++x) p_tile[x] = 0;
     }
+    [[maybe_unused]] const auto tiles = K::enter_tiles();
     const Pair* kt = static_cast<const Pair*>(head.kv_packed);
     const Pair* v = packed_v(kt, head.kv_capacity, d);
 
     for (std::size_t i0 = rows.begin; i0 < rows.end; i0 += Br) {
       const std::size_t br = min_of(Br, rows.end - i0);
-      const std::size_t group = row_group(br, MR);
+      const std::size_t group = K::group_rows(br);
       for (std::size_t r = 0; r < br; ++r) {
         m[r] = kMinusInf;
         l[r] = 0.0f;
       }
       for (std::size_t x = 0; x < br * dp; ++x) o_acc[x] = 0.0f;
-      pack_q(head.q + i0 * d, br, group, d, q_packed);
+      K::pack_q(head.q + i0 * d, br, group, d, q_packed, ph);
       // Key blocks no row sees (past the causal diagonal, before a window) are skipped.
       const KeySpan block_keys = head.visible_rows(i0, br);
       const std::size_t last_key = min_of(block_keys.end, keys.end);
@@ -347,12 +376,12 @@ struct TiledBf16 : Simd<Arch> {
         const std::size_t bc = min_of(Bc, last_key - j0);
         for (std::size_t g = 0; g < br; g += group) {
           const std::size_t mr = min_of(group, br - g);
-          const auto seen = S::block_keys(head, i0 + g, mr, j0, bc);
+          const auto seen = S::template block_keys<G>(head, i0 + g, mr, j0, bc);
           if (!seen.any()) continue;
           const std::size_t p0 = seen.first / NR * NR;  // the first key's panel
           if constexpr ((Phases & kScorePhase) != 0) {
-            score_rows<Ss>(mr, q_packed + g / group * MR * pd, pd, kt + (j0 + p0) * pd,
-                           (seen.widest - p0 + NR - 1) / NR, s_tile + p0);
+            K::template score_rows<Ss>(mr, q_packed + g / group * G * ph, ph, kt + (j0 + p0) * ph,
+                                       (seen.widest - p0 + NR - 1) / NR, s_tile + p0);
           }
           bool rescale = false;
           for (std::size_t r = 0; r < mr && (Phases & kSoftmaxPhase) != 0; ++r) {
@@ -421,7 +450,7 @@ struct TiledBf16 : Simd<Arch> {
     const std::size_t dp = S::padded_dim(head_dim);
     return {.query_block = S::query_block(dp),
             .key_block = S::key_block(dp),
-            .mr = MR,
+            .mr = K::kGroup,
             .nr = NR,
             .padded_dim = dp};
   }

@@ -264,5 +264,21 @@ struct TiledBf16Backward : TiledBf16<Arch> {
   }
 };
 
+// The KernelCode of a bf16-products ISA: forward F (TiledBf16 or a kernel built on it), this
+// backward.
+template <class Arch, class F>
+constexpr KernelCode tiled_bf16_code() {
+  using Bw = TiledBf16Backward<Arch>;
+  return KernelCode{.forward = {.rows = F::rows,
+                                .partial = F::partial_rows,
+                                .query_block = F::query_block,
+                                .blocking = F::blocking},
+                    .packing = {F::packed_bytes, F::pack},
+                    .backward = {.key_block = SimdBackward<Arch>::key_block,
+                                 .keys = Bw::keys,
+                                 .packing = {Bw::packed_bytes, Bw::pack},
+                                 .row_packing = {Bw::row_bytes, Bw::pack_rows}}};
+}
+
 }  // namespace
 }  // namespace attnbench::kernels

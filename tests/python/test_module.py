@@ -466,7 +466,8 @@ class Kernels(unittest.TestCase):
         for k in kernels:
             backend = k["backend"] + ("-bf16" if k["products"] == "bf16" else "")
             self.assertEqual(k["name"].split("/")[:2], [k["strategy"], backend])
-            self.assertIn(k["isa"], ("generic", "sse4.2", "avx2", "avx512f", "avx512bf16"))
+            self.assertIn(k["isa"], ("generic", "sse4.2", "avx2", "avx512f", "avx512bf16",
+                                      "amxbf16"))
             self.assertIsInstance(k["has_backward"], bool)
             if k["dispatches"]:
                 self.assertIn(k["runs"], names)

@@ -19,15 +19,21 @@ def point(kernel, n, d, ms, threads=1, pass_="forward"):
             {"GFLOP/s": flops / (ms * 1e6), "flops_per_call": flops, "scratch_bytes": 1e6, "bytes_moved": 1e6})
 
 
-def table(bf16_peak: float):
-    fp32, b16 = "tiled/simd/avx512f", "tiled/simd-bf16/avx512bf16"
+def table(bf16_peak: float, amx_peak: float | None = None):
+    """fp32 and the vdpbf16ps kernel at 2 points (forward and backward); with `amx_peak`, the AMX
+    kernel too, 4x the fp32 speed."""
+    fp32, b16, amx = "tiled/simd/avx512f", "tiled/simd-bf16/avx512bf16", "tiled/simd-bf16/amxbf16"
     points = []
     for d in (64, 128):
         points += [point(fp32, 1024, d, 2.0 * d / 64), point(b16, 1024, d, 4.0 * d / 64),
                    point(fp32, 1024, d, 5.0 * d / 64, pass_="backward"),
                    point(b16, 1024, d, 8.0 * d / 64, pass_="backward")]
+        if amx_peak:
+            points.append(point(amx, 1024, d, 0.5 * d / 64))
     context = {"host_name": "synthetic", "num_cpus": 2, "threads_all": "2", "fma_peak_gflops_threads_1": "200",
                "bf16_peak_gflops_threads_1": str(bf16_peak), "dispatch tiled/simd": fp32}
+    if amx_peak:
+        context.update({"amx_peak_gflops_threads_1": str(amx_peak), "dispatch tiled/simd-bf16": amx})
     return support.load_points(points, context)
 
 
@@ -54,6 +60,18 @@ class Bf16Section(unittest.TestCase):
         self.assertNotIn("vdpbf16ps` delivers", fast)
         self.assertIn("The gain grows with d", fast)
 
+    def test_an_amx_kernel_is_its_own_row_against_its_own_peak(self):
+        # at d = 64, 1,024: 0.5 ms is 4 n^2 d / 0.5 ms = 537 GFLOP/s, 16.8% of a 3,200 GFLOP/s tile peak
+        text = text_of(table(100.0, amx_peak=3200.0))
+        self.assertIn("`tiled/simd-bf16/amxbf16` | 1,024 | 64 | 1 thread | no | 2.00 ms | 0.500 ms | 4.00x | ", text)
+        self.assertIn("`tiled/simd-bf16/amxbf16` runs 4.00x to 4.00x the speed of fp32", text)
+        self.assertIn("of the AMX tile peak", text)
+        self.assertIn("On AMX tiles the kernel runs 8.00x to 8.00x the speed of `tiled/simd-bf16/avx512bf16`", text)
+        self.assertIn("The AMX tile peak: 3,200 GFLOP/s on 1 thread (16.0x the FMA peak)", text)
+        self.assertNotIn("Not measured here: AMX tiles", text)
+        self.assertIn("Not measured here: AMX tiles", text_of(table(100.0)))
+        self.assertIn("bf16 products (`tiled/simd-bf16/amxbf16`): 4.00x to 4.00x",
+                      bf16.summary_item(table(100.0, amx_peak=3200.0)))
 
     def test_phases_each_product_of_its_own_peak_and_the_softmax_share(self):
         def measured(kernel, score, softmax, blend):
