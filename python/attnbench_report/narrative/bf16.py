@@ -51,7 +51,8 @@ def pairs(table: Points, pass_: str = "forward") -> list:
         return []
     fp32 = table.matrix().where(pass_=pass_).measured().where(kernel=fp32_kernel)
     out = []
-    for b in sorted(bf16.where(strategy="tiled", backend="simd-bf16"), key=lambda r: (r.causal, r.d, r.threads, r.n)):
+    for b in sorted(bf16.where(strategy="tiled", backend="simd-bf16"),
+                   key=lambda r: (r.causal, r.d, r.threads, r.n, r.kernel)):
         match = fp32.where(n=b.n, d=b.d, threads=b.threads, causal=b.causal).records
         if match:
             out.append((match[0], b))
