@@ -230,30 +230,32 @@ FmaPeak measure_fma_peak(std::size_t threads) {
   return best;
 }
 
-FmaPeak measure_bf16_peak(std::size_t threads) {
-  if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512bw")) {
-    return {0.0, "none"};
-  }
-  bf16_chains_avx512(kIterations / 20);  // warm up
-  FmaPeak best{0.0, "avx512bf16"};
+namespace {
+
+// The best of 3 rounds of `chains(iterations)` on every thread, after a warm-up of a tenth.
+FmaPeak best_of_rounds(std::size_t threads, double (*chains)(long), long iterations,
+                       std::string isa) {
+  chains(iterations / 10);
+  FmaPeak best{0.0, std::move(isa)};
   for (int rep = 0; rep < 3; ++rep) {
-    const double flops =
-        rate_on_threads(threads, [&](std::size_t) { return bf16_chains_avx512(kIterations / 2); });
+    const double flops = rate_on_threads(threads, [&](std::size_t) { return chains(iterations); });
     best.gflops = std::max(best.gflops, flops / 1e9);
   }
   return best;
 }
 
+}  // namespace
+
+FmaPeak measure_bf16_peak(std::size_t threads) {
+  if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512bw")) {
+    return {0.0, "none"};
+  }
+  return best_of_rounds(threads, bf16_chains_avx512, kIterations / 2, "avx512bf16");
+}
+
 FmaPeak measure_amx_peak(std::size_t threads) {
   if (!cpu_supports(Isa::amxbf16)) return {0.0, "none"};
-  amx_chains(kIterations / 400);  // warm up (the first tile instruction's XSAVE state)
-  FmaPeak best{0.0, "amxbf16"};
-  for (int rep = 0; rep < 3; ++rep) {
-    const double flops =
-        rate_on_threads(threads, [&](std::size_t) { return amx_chains(kIterations / 40); });
-    best.gflops = std::max(best.gflops, flops / 1e9);
-  }
-  return best;
+  return best_of_rounds(threads, amx_chains, kIterations / 40, "amxbf16");
 }
 
 double measure_triad_bandwidth(std::size_t threads) {
