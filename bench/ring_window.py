@@ -4,6 +4,8 @@ random order each round; then the network cost model's predictions for a long co
 nodes from the constants measured here. Writes ring_window.json and ring_window.md to --out.
 
     .venv/bin/python bench/ring_window.py --cli build/bin/attnbench --out build/ring-window [--preset quick]
+        [--backward]   the backward ring instead (dQ, dK, dV from the forward's O and LSE), which the
+                       study does not run
 
 About 4 minutes with the standard preset (n 16384 and 32768, d 128, causal and not, 3 rounds);
 the quick preset (CI's: n 2048, d 64, one round) takes seconds.
@@ -27,12 +29,13 @@ PRESETS = {"quick": ([2048], 64, 1, 2), "standard": ([16384, 32768], 128, 3, 3),
            "full": ([8192, 16384, 32768], 128, 3, 3)}
 
 
-def run(cli, config, n, d, causal, repeats):
+def run(cli, config, n, d, causal, repeats, backward=False):
     ranks, threads, bind = CONFIGS[config]
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         cmd = ["mpirun", "-np", str(ranks), "--bind-to", bind, cli, "ring", "--bench", "--n",
                str(n), "--head-dim", str(d), "--threads", str(threads), "--repeats",
-               str(repeats), "--json", out.name] + (["--causal"] if causal else [])
+               str(repeats), "--json", out.name] + (["--causal"] if causal else []) \
+            + (["--backward"] if backward else [])
         r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=1800)
         if r.returncode != 0:
             sys.exit(f"ring_window: {' '.join(cmd)} failed:\n{r.stderr}")
@@ -40,8 +43,8 @@ def run(cli, config, n, d, causal, repeats):
             return json.load(f)
 
 
-def markdown(rows, predictions, d, cores, cpu):
-    lines = [f"# Ring window ({cpu})", "",
+def markdown(rows, predictions, d, cores, cpu, pass_="forward"):
+    lines = [f"# Ring window ({cpu}; the {pass_} ring)", "",
              "| n | causal | one rank (ms) | two ranks (ms) | two threads (ms) | two ranks / one "
              "| vs two threads | worst step / its compute | busiest / idlest rank |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -52,11 +55,13 @@ def markdown(rows, predictions, d, cores, cpu):
                      f"| {r.speedup_two_ranks:.2f}x | {r.two_ranks_over_two_threads:.2f}x "
                      f"| {r.worst_step_over_compute:.3f} | {r.busiest_over_idlest:.3f} |")
     core = max(r.core_flops for r in rows)
-    lines += ["", f"Medians over every repetition of every round (configurations called by turns, "
-              f"in random order each round). The model below takes one core's "
-              f"{core / 1e9:.0f} GFLOP/s (the fastest one-rank repetition here) and nodes of "
-              f"{cores} such cores.", "",
-              f"Predicted: a {analysis.MODEL_TOKENS:,}-token head (d {d}, causal) on P nodes", "",
+    lines += ["", "Medians over every repetition of every round (configurations called by turns, "
+              "in random order each round)."]
+    if pass_ != "forward":  # the network model prices the forward
+        return "\n".join(lines) + "\n"
+    lines[-1] += (f" The model below takes one core's {core / 1e9:.0f} GFLOP/s (the fastest one-rank "
+                  f"repetition here) and nodes of {cores} such cores.")
+    lines += ["", f"Predicted: a {analysis.MODEL_TOKENS:,}-token head (d {d}, causal) on P nodes", "",
               "| network | nodes | step compute (s) | step transfer (ms) | total (s) | transfer "
               "hidden |", "|---|---|---|---|---|---|"]
     for p in predictions:
@@ -97,6 +102,7 @@ def main():
     ap.add_argument("--rounds", type=int, help="rounds (default: the preset's)")
     ap.add_argument("--repeats", type=int, help="timed repetitions per call (default: the preset's)")
     ap.add_argument("--cores", type=int, default=os.cpu_count(), help="cores of a modelled node")
+    ap.add_argument("--backward", action="store_true", help="time the backward ring instead")
     args = ap.parse_args()
     ns, d, rounds, repeats = PRESETS[args.preset]
     ns, d = args.n or ns, args.d or d
@@ -111,7 +117,7 @@ def main():
                 order = list(CONFIGS)
                 shuffle.shuffle(order)
                 for config in order:
-                    p = run(args.cli, config, n, d, causal, repeats)
+                    p = run(args.cli, config, n, d, causal, repeats, args.backward)
                     p.update(config=config, round=rnd)
                     points.append(p)
                 done += 1
@@ -123,9 +129,11 @@ def main():
     version = subprocess.run([args.cli, "--version"], capture_output=True, text=True).stdout.strip()
     with open(os.path.join(args.out, "ring_window.json"), "w") as f:
         json.dump({"cpu": cpu, "preset": args.preset, "d": d, "cores": args.cores, "version": version,
+                   "pass": "backward" if args.backward else "forward",
                    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                    "points": points}, f, indent=1)
-    text = markdown(rows, analysis.model(core, d, args.cores), d, args.cores, cpu)
+    text = markdown(rows, analysis.model(core, d, args.cores), d, args.cores, cpu,
+                    "backward" if args.backward else "forward")
     with open(os.path.join(args.out, "ring_window.md"), "w") as f:
         f.write(text)
     print(text)
