@@ -5,15 +5,17 @@
 // The forward is tiled_bf16.hpp's, arithmetic and all (bfloat16 products summed in float32, the
 // online softmax in float32 on AVX-512, P rounded to bfloat16 once), with its two products on
 // tiles: TDPBF16PS multiplies a 16 x 16 tile of pairs (16 rows of 32 bfloat16) by another into
-// 16 x 16 float32 sums, 16,384 FLOPs an instruction against vdpbf16ps's 64. A group is 16 query
-// rows, one tile's: groups of 16 start where the driver's row blocks do (multiples of 48) whatever
-// the threads, so each row meets the same tiles on every thread count (groups of 32, whose K and V
-// tiles feed two row tiles, ran 0-10% faster but would not: docs/studies/2026-12-07-amx-tiles.md).
-// Its scores are tiles of 16 keys (Q as rows of pairs, K^T's panels as they are
-// packed, pairs of d down a panel, padded to whole tiles of 16 pairs), and O += P V runs over whole
-// tiles of 16 pairs of keys that every row of the group sees, the accumulator rows loaded into
-// the tile and stored back (rescaled on AVX-512 first). A row's keys outside them, and a group of
-// few rows (decoding's), take the vdpbf16ps micro-kernels. The backward is the avx512bf16 one.
+// 16 x 16 float32 sums, 16,384 FLOPs an instruction against vdpbf16ps's 64.
+//
+// A group is 16 query rows, one tile's. Groups start where the driver's row blocks do (multiples
+// of 48) whatever the threads, so a row meets the same tiles on every thread count (groups of 32,
+// whose K and V tiles feed two row tiles, were faster at d = 256 but would not:
+// docs/studies/2026-12-07-amx-tiles.md). Its scores are tiles of 16 keys: Q as rows of pairs, the
+// K^T panels as tiled_bf16.hpp packs them (pairs of d down a panel), padded to whole tiles of 16
+// pairs. O += P V runs over the whole tiles of 16 pairs of keys that every row of the group sees,
+// the accumulator rows loaded into the tile and stored back (rescaled on AVX-512 first). A row's
+// keys outside them, and a group of few rows (decoding's), take the vdpbf16ps micro-kernels. The
+// backward is the avx512bf16 one.
 #include <immintrin.h>
 
 #include "kernels/tiled_bf16.hpp"
