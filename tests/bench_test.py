@@ -234,7 +234,11 @@ for b in medians:
     # the model's sum rule; loose, as each share is a median over rounds on a shared host).
     parts = b["share_score"] + b["share_softmax"] + b["share_blend"]
     check("the phases alone add up to about the kernel", 0.6 < parts < 1.5, str(parts))
-    check("the products are most of the kernel", b["share_score"] + b["share_blend"] > 0.3, str(b))
+    # (Not the AMX kernel's: its tile products take a fraction of their vector time and the softmax
+    # does not, so the softmax may be the larger part; under a sanitizer, which instruments the
+    # vector code and not the tile instructions, it is.)
+    if "/amxbf16/" not in b["run_name"]:
+        check("the products are most of the kernel", b["share_score"] + b["share_blend"] > 0.3, str(b))
 
 # The constants window (--constants): every cost-model constant of the matrix's context measured
 # again, as the counters of one point (the study runs it last; the model takes each one's faster reading).
