@@ -287,10 +287,6 @@ struct TiledBf16 : Simd<Arch> {
     });
   }
 
-  // O = O * alpha + P V for the group: every row over the whole pairs of keys they all see, and
-  // each row's head and tail alone (no row multiplies a V it does not see: a pair half outside a
-  // row's keys has that half masked); per row the same pairs in increasing order whatever the
-  // group (a head before the shared pairs comes after a pass that only rescales).
   // O = O * alpha + P V over `pairs` pairs of keys that all mr rows see (pairs 0: rescale only).
   template <std::size_t Ps>
   static void blend_shared(std::size_t mr, const Pair* p, const Pair* v, std::size_t dp,
@@ -298,6 +294,11 @@ struct TiledBf16 : Simd<Arch> {
     blend_rows<Ps>(mr, p, v, dp, pairs, false, false, alpha, o);
   }
 
+  // O = O * alpha + P V for the group: every row over the whole pairs of keys they all see
+  // (blend_shared), and each row's head and tail alone (no row multiplies a V it does not see: a
+  // pair half outside a row's keys has that half masked); per row the same pairs in increasing
+  // order whatever the group (a head before the shared pairs comes after a pass that only
+  // rescales).
   template <std::size_t Ps, class Keys>
   static void blend_group(std::size_t mr, const Keys& keys, const Pair* p, const Pair* v,
                           std::size_t dp, const float* alpha, float* o) {
