@@ -3,6 +3,8 @@
 
 #include <attnbench/registry.hpp>
 
+#include "kernels/amx_tiles.hpp"
+
 #include <immintrin.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
@@ -79,11 +81,7 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) double bf16_chains_avx512
 // 16,384 FLOPs; four independent sums (tiles 4 to 7) from two A and two B tiles, loaded once.
 // The tile state is the process's after cpu_supports(Isa::amxbf16) asked Linux for it.
 __attribute__((target("amx-tile,amx-bf16"))) double amx_chains(long iterations) {
-  struct alignas(64) {
-    std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
-    std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-    std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-  } config;
+  const kernels::AmxTileConfig config(8);
   alignas(64) std::uint16_t values[16 * 32];
   for (std::size_t i = 0; i < 16 * 32; ++i) values[i] = i % 2 ? 0x3A83 : 0xBA83;  // +-1e-3
   _tile_loadconfig(&config);

@@ -18,6 +18,7 @@
 // backward is the avx512bf16 one.
 #include <immintrin.h>
 
+#include "kernels/amx_tiles.hpp"
 #include "kernels/tiled_bf16.hpp"
 #include "kernels/tiled_bf16_backward.hpp"
 
@@ -45,22 +46,12 @@ struct TiledAmx : TiledBf16<Arch, TiledAmx<Arch>> {
 
   static std::size_t panel_height(std::size_t d) { return round_up(pairs(d), T); }
 
-  // The tile state of one call: every tile 16 rows of 64 bytes. Tile 0: Q or P; 1, 2: K^T or V;
-  // 3, 4: the sums. Released at the end, so the thread does not keep the tile state.
-  struct alignas(64) TileConfig {
-    std::uint8_t palette = 1;
-    std::uint8_t start_row = 0;
-    std::uint8_t reserved[14] = {};
-    std::uint16_t bytes_per_row[16] = {};
-    std::uint8_t rows[16] = {};
-  };
+  // The tile state of one call: five tiles of 16 rows of 64 bytes (T pairs). Tile 0: Q or P;
+  // 1, 2: K^T or V; 3, 4: the sums. Released at the end, so the thread does not keep the state.
+  static_assert(T * sizeof(Pair) == 64, "a tile row is T pairs");
   struct TileState {
     TileState() {
-      TileConfig config;
-      for (int t = 0; t < 5; ++t) {
-        config.bytes_per_row[t] = T * sizeof(Pair);
-        config.rows[t] = T;
-      }
+      const AmxTileConfig config(5);
       _tile_loadconfig(&config);
     }
     TileState(const TileState&) = delete;
@@ -83,9 +74,12 @@ struct TiledAmx : TiledBf16<Arch, TiledAmx<Arch>> {
       }
       for (std::size_t r = 0; r < kGroup; ++r) {
         auto* row = reinterpret_cast<BFloat16*>(packed + r * ph);
-        const std::size_t rounded = r < mr ? d : 0;
-        if (r < mr) B::S::round_array(q + (g + r) * d, row, d);
-        for (std::size_t c = rounded; c < 2 * ph; ++c) row[c] = BFloat16{};
+        std::size_t c = 0;
+        if (r < mr) {  // the row rounded, then zeros to the padded height
+          B::S::round_array(q + (g + r) * d, row, d);
+          c = d;
+        }
+        for (; c < 2 * ph; ++c) row[c] = BFloat16{};
       }
     }
   }

@@ -139,10 +139,9 @@ def section(doc: Document, table: Points, all_threads: int, phases: list | None 
     texts = [_forward_text(run, k, [(f, b) for f, b in found if b.kernel == k], shares[k], several, all_threads)
              for k in kernels]
     if tiles and vector:
-        over = [fastest_gflops(a) / fastest_gflops(v)
-                for _, a in found if a.kernel == tiles[0]
-                for _, v in found if v.kernel == vector[0] and (v.n, v.d, v.threads, v.causal) ==
-                (a.n, a.d, a.threads, a.causal) and fastest_gflops(a) and fastest_gflops(v)]
+        on_vectors = {(b.n, b.d, b.threads, b.causal): b for _, b in found if b.kernel == vector[0]}
+        over = [_speedup(on_vectors[key], a) for _, a in found if a.kernel == tiles[0]
+                for key in [(a.n, a.d, a.threads, a.causal)] if key in on_vectors]
         if over:
             texts.append(f"On AMX tiles the kernel runs {fmt.ratio(min(over))} to {fmt.ratio(max(over))} the speed of "
                          f"{fmt.code(vector[0])} (median {fmt.ratio(statistics.median(over))}): its products take a "
