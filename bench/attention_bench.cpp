@@ -394,10 +394,9 @@ void register_matrix(const Preset& preset, const std::string& preset_name,
     const bool tiled_only_length =
         std::find(preset.tiled_lengths.begin(), preset.tiled_lengths.end(), p.shape.q_len) !=
         preset.tiled_lengths.end();
+    // (every SIMD ISA but SSE4.2's: a further ISA is wide without a line here)
     const bool wide_simd =
-        p.kernel->backend == Backend::simd &&
-        (p.kernel->isa == attnbench::Isa::avx2 || p.kernel->isa == attnbench::Isa::avx512f ||
-         p.kernel->isa == attnbench::Isa::avx512bf16 || p.kernel->isa == attnbench::Isa::amxbf16);
+        p.kernel->backend == Backend::simd && p.kernel->isa != attnbench::Isa::sse4_2;
     const bool plain = p.kernel->backend != Backend::openblas && !wide_simd;
     const double budget = wide_simd && tiled_only_length ? preset.tiled_budget_seconds
                           : plain ? std::min(preset.budget_seconds, preset.plain_budget_seconds)
